@@ -1,0 +1,403 @@
+"""Stages: lazy, partition-wise transforms that declare the resources they need.
+
+A stage is written against one partition (a pandas or cudf frame). Subclass one base
+and implement one method:
+
+- :class:`ProcessingStage` -- ``process(part) -> part``;
+- :class:`Filter` -- ``keep(text) -> bool Series`` (or ``score`` + ``keep_score``);
+- :class:`Modifier` -- ``modify(text) -> Series``;
+
+or decorate a function with :func:`processing_stage`.
+
+State that a stage builds in :meth:`ProcessingStage.setup` (a model, a tokenizer) goes in
+attributes whose names start with ``_``: they are never pickled, so they never travel
+inside a task graph, and :meth:`setup` runs once per worker process.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pandas as pd
+from dask.base import tokenize
+
+S = TypeVar("S", bound="ProcessingStage")
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one task of a stage needs on a dask worker.
+
+    Parameters
+    ----------
+    cpus : float
+        Threads the task occupies (informational on CPU-only clusters).
+    gpus : float
+        GPUs per task; fractions let several tasks share one GPU (``0.25`` -> four).
+        Tasks are only placed on workers that advertise a ``GPU`` resource.
+    gpu_memory_gb : float
+        GPU memory the task needs, as an alternative to ``gpus``; tasks are only placed
+        on workers that advertise ``GPU_MEMORY_GB``. Exclusive with ``gpus``.
+
+    Examples
+    --------
+    >>> Resources(gpus=0.5).to_dask()
+    {'GPU': 0.5}
+    >>> Resources().to_dask()
+    {}
+    """
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    gpu_memory_gb: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("cpus", "gpus", "gpu_memory_gb"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"Resources.{name} must be a number >= 0, got {value!r}")
+        if self.gpus and self.gpu_memory_gb:
+            raise ValueError(
+                "Resources: give either gpus or gpu_memory_gb, not both "
+                f"(got gpus={self.gpus}, gpu_memory_gb={self.gpu_memory_gb})"
+            )
+
+    @property
+    def requires_gpu(self) -> bool:
+        """True when the stage must run on a GPU worker."""
+        return bool(self.gpus or self.gpu_memory_gb)
+
+    def to_dask(self) -> dict[str, float]:
+        """Return the ``resources=`` mapping for :meth:`distributed.Client.submit`.
+
+        CPU-only stages ask for nothing, so they can run anywhere and never hold a GPU.
+        """
+        if self.gpus:
+            return {"GPU": float(self.gpus)}
+        if self.gpu_memory_gb:
+            return {"GPU_MEMORY_GB": float(self.gpu_memory_gb)}
+        return {}
+
+
+@dataclass(frozen=True)
+class StageStats:
+    """Counts and timing of one stage over one partition (or summed over many)."""
+
+    name: str
+    docs_in: int = 0
+    docs_out: int = 0
+    quarantined: int = 0
+    seconds: float = 0.0
+    partitions: int = 1
+    extra: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def removed(self) -> int:
+        """Documents this stage dropped on purpose (not quarantined)."""
+        return self.docs_in - self.docs_out - self.quarantined
+
+    def __add__(self, other: StageStats) -> StageStats:
+        if other.name != self.name:
+            raise ValueError(f"cannot add stats of {other.name!r} to {self.name!r}")
+        extra = dict(self.extra)
+        for k, v in other.extra.items():
+            extra[k] = extra.get(k, 0) + v
+        return StageStats(
+            self.name,
+            self.docs_in + other.docs_in,
+            self.docs_out + other.docs_out,
+            self.quarantined + other.quarantined,
+            self.seconds + other.seconds,
+            self.partitions + other.partitions,
+            extra,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-able dict."""
+        d = dataclasses.asdict(self)
+        d["removed"] = self.removed
+        return d
+
+
+@dataclass(kw_only=True)
+class ProcessingStage:
+    """Base of every stage: a transform of one partition.
+
+    Parameters
+    ----------
+    name : str, optional
+        Shown in reprs and statistics; defaults to the class name.
+    resources : Resources
+        Where the stage's tasks may run (see :class:`Resources`).
+    batch_size : int, optional
+        If set, :meth:`process` is called on slices of at most this many rows.
+    """
+
+    name: str | None = None
+    resources: Resources = field(default_factory=Resources)
+    batch_size: int | None = None
+
+    # -- the methods a subclass implements ------------------------------------------
+    def process(self, part: Any) -> Any:
+        """Transform one partition and return the result."""
+        raise NotImplementedError(f"{type(self).__name__} must implement process(part)")
+
+    def setup_on_node(self) -> None:
+        """Run once per machine before any task (e.g. download weights to local disk)."""
+
+    def setup(self) -> None:
+        """Run once per worker process before the first task (e.g. load a model)."""
+
+    def teardown(self) -> None:
+        """Release what :meth:`setup` acquired."""
+
+    def process_with_stats(self, part: Any) -> tuple[Any, dict[str, int]]:
+        """Like :meth:`process`, and return extra integer counters for the run statistics."""
+        return self.process(part), {}
+
+    def output_meta(self, meta: Any) -> Any:
+        """Return the empty output frame for an empty input ``meta`` (used by dask).
+
+        The default runs the stage on ``meta``; override when that would need ``setup``.
+        """
+        return run_stage(self, meta)[0]
+
+    # -- helpers ----------------------------------------------------------------------
+    @property
+    def stage_name(self) -> str:
+        """The name used in statistics and reprs."""
+        return self.name or type(self).__name__
+
+    def with_(
+        self: S,
+        *,
+        name: str | None = None,
+        resources: Resources | None = None,
+        batch_size: int | None = None,
+    ) -> S:
+        """Return a copy with a new name, resources or batch size; ``self`` is unchanged.
+
+        Examples
+        --------
+        >>> from curator_dask.filters import WordCountFilter
+        >>> f = WordCountFilter().with_(resources=Resources(cpus=2))
+        >>> f.resources.cpus
+        2
+        """
+        new = copy.copy(self)
+        if name is not None:
+            new.name = name
+        if resources is not None:
+            if not isinstance(resources, Resources):
+                raise TypeError(f"resources must be a Resources, got {type(resources).__name__}")
+            new.resources = resources
+        if batch_size is not None:
+            if batch_size < 1:
+                raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            new.batch_size = batch_size
+        return new
+
+    def token(self) -> str:
+        """A deterministic hash of the stage's public parameters."""
+        return tokenize(type(self).__module__, type(self).__qualname__, self.__getstate__())
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Attributes starting with "_" are runtime state built by setup(): never pickled.
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __call__(self, df: Any) -> Any:
+        """Apply the stage lazily to a dask dataframe (notebook use); nothing computes."""
+        meta = self.output_meta(df._meta)
+        return df.map_partitions(_apply_partition, self, meta=meta, enforce_metadata=False)
+
+    def describe(self) -> str:
+        """One line for reprs: name and resources."""
+        r = self.resources
+        where = f"gpus={r.gpus}" if r.gpus else (
+            f"gpu_memory_gb={r.gpu_memory_gb}" if r.gpu_memory_gb else f"cpus={r.cpus}"
+        )
+        return f"{self.stage_name} [{where}]"
+
+
+# -- worker-side execution ----------------------------------------------------------------
+_READY: dict[str, ProcessingStage] = {}
+_READY_LOCK = threading.Lock()
+
+
+def ready_stage(stage: ProcessingStage) -> ProcessingStage:
+    """Return the set-up instance of ``stage`` for this process, calling ``setup`` once."""
+    key = stage.token()
+    got = _READY.get(key)
+    if got is not None:
+        return got
+    with _READY_LOCK:
+        got = _READY.get(key)
+        if got is None:
+            got = copy.copy(stage)
+            got.setup()
+            _READY[key] = got
+    return got
+
+
+def teardown_all() -> None:
+    """Tear down every stage set up in this process (run on workers at the end of a run)."""
+    with _READY_LOCK:
+        for stage in _READY.values():
+            stage.teardown()
+        _READY.clear()
+
+
+def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
+    """Run a set-up ``stage`` on one partition; return the output and its statistics."""
+    t0 = time.perf_counter()
+    n_in = len(part)
+    extra: dict[str, int] = {}
+    if stage.batch_size and n_in > stage.batch_size:
+        outs = []
+        for start in range(0, n_in, stage.batch_size):
+            out, ex = stage.process_with_stats(part.iloc[start : start + stage.batch_size])
+            outs.append(out)
+            for k, v in ex.items():
+                extra[k] = extra.get(k, 0) + v
+        out = _concat(outs)
+    else:
+        out, extra = stage.process_with_stats(part)
+    stats = StageStats(
+        stage.stage_name, n_in, len(out), 0, time.perf_counter() - t0, 1, dict(extra)
+    )
+    return out, stats
+
+
+def _concat(parts: list[Any]) -> Any:
+    if isinstance(parts[0], (pd.DataFrame, pd.Series)):
+        return pd.concat(parts)
+    mod = __import__(type(parts[0]).__module__.split(".")[0])
+    return mod.concat(parts)
+
+
+def _apply_partition(part: Any, stage: ProcessingStage) -> Any:
+    return run_stage(ready_stage(stage), part)[0]
+
+
+# -- the three ways to extend --------------------------------------------------------------
+@dataclass(kw_only=True)
+class Filter(ProcessingStage):
+    """Keep the documents for which :meth:`keep` is True.
+
+    Implement ``keep(text) -> bool Series``, or ``score(text) -> Series`` plus
+    ``keep_score(score) -> bool Series`` to expose a score.
+
+    Parameters
+    ----------
+    text_column : str
+        Column holding the text.
+    score_column : str, optional
+        If set and the filter has a score, write it to this column.
+    score_only : bool
+        Keep every document; only write the score (and ``<name>_keep``) columns, so a
+        notebook user can look at distributions before choosing thresholds.
+    invert : bool
+        Keep the documents the filter would drop.
+    """
+
+    text_column: str = "text"
+    score_column: str | None = None
+    score_only: bool = False
+    invert: bool = False
+
+    def score(self, text: Any) -> Any:
+        """Return a numeric score per document (optional)."""
+        raise NotImplementedError
+
+    def keep_score(self, score: Any) -> Any:
+        """Return the keep mask for scores from :meth:`score`."""
+        raise NotImplementedError
+
+    def keep(self, text: Any) -> Any:
+        """Return a boolean Series: True for documents to keep."""
+        return self.keep_score(self.score(text))
+
+    def has_score(self) -> bool:
+        """True when the subclass implements :meth:`score`."""
+        return type(self).score is not Filter.score
+
+    def process(self, part: Any) -> Any:
+        text = part[self.text_column]
+        if self.has_score():
+            scores = self.score(text)
+            mask = self.keep_score(scores)
+            col = self.score_column or (f"{self.stage_name}_score" if self.score_only else None)
+            if col:
+                part = part.assign(**{col: scores})
+        else:
+            mask = self.keep(text)
+        mask = mask.fillna(False).astype(bool)
+        if self.invert:
+            mask = ~mask
+        if self.score_only:
+            return part.assign(**{f"{self.stage_name}_keep": mask})
+        return part[mask]
+
+
+@dataclass(kw_only=True)
+class Modifier(ProcessingStage):
+    """Rewrite the text column with :meth:`modify`."""
+
+    text_column: str = "text"
+
+    def modify(self, text: Any) -> Any:
+        """Return the new text Series (same index)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement modify(text)")
+
+    def process(self, part: Any) -> Any:
+        return part.assign(**{self.text_column: self.modify(part[self.text_column])})
+
+
+@dataclass(kw_only=True)
+class FunctionStage(ProcessingStage):
+    """A stage made from a function of one partition (see :func:`processing_stage`)."""
+
+    fn: Callable[[Any], Any]
+
+    def process(self, part: Any) -> Any:
+        return self.fn(part)
+
+    @property
+    def stage_name(self) -> str:
+        return self.name or getattr(self.fn, "__name__", "function")
+
+
+def processing_stage(
+    fn: Callable[[Any], Any] | None = None,
+    *,
+    name: str | None = None,
+    resources: Resources | None = None,
+    batch_size: int | None = None,
+) -> Any:
+    """Turn a function of one partition into a stage.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> @processing_stage(resources=Resources(cpus=1))
+    ... def add_length(part):
+    ...     return part.assign(n_chars=part["text"].str.len())
+    >>> add_length.process(pd.DataFrame({"text": ["ab"]}))["n_chars"].tolist()
+    [2]
+    """
+
+    def wrap(f: Callable[[Any], Any]) -> FunctionStage:
+        return FunctionStage(
+            fn=f, name=name, resources=resources or Resources(), batch_size=batch_size
+        )
+
+    return wrap(fn) if fn is not None else wrap
