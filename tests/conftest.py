@@ -1,0 +1,89 @@
+"""Shared fixtures and the ``gpu`` marker's auto-skip."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "curator_dask" / "data" / "sample.jsonl.gz"
+SAMPLE_TRUTH = ROOT / "tests" / "data" / "sample_truth"
+
+
+def _cuda_available() -> bool:
+    if os.environ.get("CURATOR_DASK_FORCE_NO_GPU"):
+        return False
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        pass
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none found)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def sample_path() -> Path:
+    """The 4,000-document sample corpus shipped with the package."""
+    return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def sample_records() -> list[dict]:
+    """The shipped sample as a list of dicts."""
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="session")
+def sample_truth_clusters() -> list[list[str]]:
+    """Near-duplicate clusters (word 5-grams, Jaccard >= 0.8) of the shipped sample."""
+    with gzip.open(SAMPLE_TRUTH / "clusters.jsonl.gz", "rt") as f:
+        return [json.loads(line)["ids"] for line in f]
+
+
+@pytest.fixture(scope="session")
+def sample_truth_exact_groups() -> list[list[str]]:
+    """Groups of byte-identical texts in the shipped sample."""
+    with gzip.open(SAMPLE_TRUTH / "exact_groups.jsonl.gz", "rt") as f:
+        return [json.loads(line)["ids"] for line in f]
+
+
+def score_removed(removed: set[str], clusters: list[list[str]]) -> dict[str, float]:
+    """Score removed ids against truth clusters (the rule of the shared corpus README)."""
+    cluster_of = {i: c for c, ids in enumerate(clusters) for i in ids}
+    per: dict[int, int] = {}
+    wrong = 0
+    for r in removed:
+        c = cluster_of.get(r)
+        if c is None:
+            wrong += 1
+        else:
+            per[c] = per.get(c, 0) + 1
+    correct = sum(min(k, len(clusters[c]) - 1) for c, k in per.items())
+    target = sum(len(c) - 1 for c in clusters)
+    return {
+        "removed": len(removed),
+        "correct": correct,
+        "outside_truth": wrong,
+        "precision": correct / len(removed) if removed else 0.0,
+        "recall": correct / target if target else 0.0,
+    }
