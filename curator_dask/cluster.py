@@ -1,0 +1,341 @@
+"""One way to get a dask ``Client``: a local CPU cluster, a local CUDA cluster, or a scheduler.
+
+Everything is driven by one :class:`ClusterConfig`, built from ``curator.cluster.*`` in dask
+config (and so from ``curator.yaml`` / ``DASK_CURATOR__CLUSTER__...``), from a YAML file, or
+in code; :func:`get_client` turns it into a client and cleans up what it started.
+
+=================  =======================================================================
+``kind``           what :func:`get_client` does
+=================  =======================================================================
+``"cpu"``          starts a :class:`distributed.LocalCluster` on 127.0.0.1; workers advertise
+                   ``resources={"CPU": threads_per_worker}``
+``"gpu"``          starts a ``dask_cuda.LocalCUDACluster``: one worker per GPU with an RMM
+                   pool; workers advertise ``{"GPU": 1, "GPU_MEMORY_GB": <device memory>}``
+``"address"``      connects to a running scheduler at ``address`` (``tcp://`` or ``tls://``)
+``"scheduler_file"``  connects through a scheduler file (the usual way inside a batch job)
+=================  =======================================================================
+
+Worker recycling
+----------------
+``lifetime`` / ``lifetime_stagger`` / ``lifetime_restart`` let distributed retire and
+restart workers after a while (a cure for slow leaks in third-party code). A lifetime
+shorter than a job can livelock that job: a retiring worker hands its data to the others,
+but if every worker is retired before the job's tasks finish, results that only one worker
+held are recomputed again and again. Keep ``lifetime`` well above the longest run, and
+stagger it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from curator_dask import config as _config
+
+KINDS = ("cpu", "gpu", "address", "scheduler_file")
+
+
+@dataclass
+class ClusterConfig:
+    """Where and how dask runs; see the module docstring for ``kind``.
+
+    Parameters
+    ----------
+    kind : {"cpu", "gpu", "address", "scheduler_file"}
+        Start a local CPU or CUDA cluster, or connect to a running scheduler.
+    n_workers, threads_per_worker : int, optional
+        Local clusters only. None sizes them to the machine: one thread per worker
+        process on small machines, two on machines with 4+ cores (text work in pandas
+        holds the GIL, so processes scale better than threads); one worker per GPU for
+        ``"gpu"``. For ``"address"``/``"scheduler_file"``, ``n_workers`` is the number of
+        workers to wait for before returning the client.
+    memory_limit : str or int or float
+        Host memory per worker (``"auto"`` splits the machine's memory); spilling to
+        ``local_directory`` starts at distributed's thresholds below this.
+    local_directory : str, optional
+        Scratch and spill directory of the workers (a fast local disk).
+    address, scheduler_file : str, optional
+        The scheduler to connect to, for the connecting kinds.
+    host : str
+        Interface local clusters listen on; ``127.0.0.1`` keeps them private.
+    dashboard_address : str, optional
+        Where the scheduler dashboard listens; None disables it.
+    processes : bool
+        Local CPU clusters: worker processes (default) or threads in this process.
+    rmm_pool_size, rmm_async, rmm_release_threshold, enable_cudf_spill,
+    device_memory_limit : optional
+        GPU memory settings passed to ``dask_cuda.LocalCUDACluster``: an RMM pool per
+        worker (e.g. ``"24GB"`` or a fraction such as ``0.8``), the CUDA async allocator,
+        when the async pool returns memory, cudf's own spilling to host, and the device
+        memory at which dask-cuda spills.
+    torch_rmm : bool
+        Route PyTorch's CUDA allocations through RMM too, so a model and cudf share one
+        pool instead of fighting over the device.
+    lifetime, lifetime_stagger : str, optional
+        Retire each worker after this long (e.g. ``"2 hours"``), give or take the stagger.
+        See *Worker recycling* in the module docstring for the livelock warning.
+    lifetime_restart : bool
+        Restart a worker retired by ``lifetime`` (local clusters restart through nannies).
+    adaptive_minimum, adaptive_maximum : int, optional
+        If either is set, local clusters scale adaptively between them.
+    security : distributed.Security or bool or dict, optional
+        TLS: a :class:`distributed.Security`; ``True`` for a temporary self-signed
+        certificate (local clusters, needs ``cryptography``); or a dict of
+        ``Security`` arguments (``tls_ca_file``, ``tls_client_cert``, ``tls_client_key``,
+        ...) as written in YAML.
+
+    Examples
+    --------
+    >>> ClusterConfig(n_workers=2, threads_per_worker=1).kind
+    'cpu'
+    >>> ClusterConfig(kind="address", address="tcp://10.0.0.5:8786").address
+    'tcp://10.0.0.5:8786'
+    """
+
+    kind: str = "cpu"
+    n_workers: int | None = None
+    threads_per_worker: int | None = None
+    memory_limit: str | int | float | None = "auto"
+    local_directory: str | None = None
+    address: str | None = None
+    scheduler_file: str | None = None
+    host: str = "127.0.0.1"
+    dashboard_address: str | None = "127.0.0.1:0"
+    processes: bool = True
+    rmm_pool_size: str | float | None = None
+    rmm_async: bool = False
+    rmm_release_threshold: str | float | None = None
+    enable_cudf_spill: bool = False
+    device_memory_limit: str | float | None = None
+    torch_rmm: bool = False
+    lifetime: str | None = None
+    lifetime_stagger: str | None = None
+    lifetime_restart: bool = False
+    adaptive_minimum: int | None = None
+    adaptive_maximum: int | None = None
+    security: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"ClusterConfig.kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind == "address" and not self.address:
+            raise ValueError("ClusterConfig(kind='address') needs address=")
+        if self.kind == "scheduler_file" and not self.scheduler_file:
+            raise ValueError("ClusterConfig(kind='scheduler_file') needs scheduler_file=")
+        for name in ("n_workers", "threads_per_worker", "adaptive_minimum", "adaptive_maximum"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"ClusterConfig.{name} must be an int >= 0, got {value!r}")
+
+    # -- constructors ---------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> ClusterConfig:
+        """Build from a mapping; keys may use ``-`` or ``_`` (``n-workers``, ``n_workers``).
+
+        Unknown keys raise ``ValueError`` naming the key.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in (data or {}).items():
+            name = str(key).replace("-", "_")
+            if name not in names:
+                raise ValueError(
+                    f"cluster.{key}: unknown setting (known: {', '.join(sorted(names))})"
+                )
+            kwargs[name] = value
+        return cls(**kwargs)
+
+    @classmethod
+    def from_dask_config(cls, **overrides: Any) -> ClusterConfig:
+        """Build from ``curator.cluster.*`` in dask config, then apply ``overrides``.
+
+        None-valued overrides are ignored, so command-line flags can be passed directly.
+        """
+        data = dict(_config.get("cluster", {}) or {})
+        cfg = cls.from_dict(data)
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        return dataclasses.replace(cfg, **changes) if changes else cfg
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> ClusterConfig:
+        """Build from a YAML file holding the settings (optionally under ``cluster:``)."""
+        with open(path) as f:
+            data = yaml.safe_load(f) or {}
+        if "cluster" in data and isinstance(data["cluster"], Mapping):
+            data = data["cluster"]
+        return cls.from_dict(data)
+
+    # -- derived settings -------------------------------------------------------------
+    def sized(self) -> tuple[int, int]:
+        """Return ``(n_workers, threads_per_worker)`` for a local CPU cluster."""
+        cpus = _cpu_count()
+        threads = self.threads_per_worker or (2 if cpus >= 4 else 1)
+        workers = self.n_workers if self.n_workers is not None else max(1, cpus // threads)
+        return workers, threads
+
+    def security_object(self) -> Any:
+        """Return the :class:`distributed.Security` for ``security`` (or None)."""
+        from distributed import Security
+
+        sec = self.security
+        if sec is None or sec is False:
+            return None
+        if sec is True:
+            return Security.temporary()
+        if isinstance(sec, Mapping):
+            return Security(**{str(k).replace("-", "_"): v for k, v in sec.items()})
+        return sec
+
+    def worker_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments every worker gets (lifetime, spill directory)."""
+        kw: dict[str, Any] = {}
+        if self.local_directory:
+            kw["local_directory"] = str(self.local_directory)
+        if self.lifetime:
+            kw["lifetime"] = self.lifetime
+            if self.lifetime_stagger:
+                kw["lifetime_stagger"] = self.lifetime_stagger
+            kw["lifetime_restart"] = bool(self.lifetime_restart)
+        return kw
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def make_cluster(config: ClusterConfig) -> Any:
+    """Start and return the local cluster described by ``config`` (kind cpu or gpu).
+
+    The caller owns it and must close it; :func:`get_client` does that for you.
+    """
+    if config.kind == "cpu":
+        cluster = _cpu_cluster(config)
+    elif config.kind == "gpu":
+        cluster = _gpu_cluster(config)
+    else:
+        raise ValueError(f"make_cluster starts local clusters only, not kind={config.kind!r}")
+    if config.adaptive_minimum is not None or config.adaptive_maximum is not None:
+        cluster.adapt(
+            minimum=config.adaptive_minimum or 0,
+            maximum=config.adaptive_maximum or config.n_workers or config.sized()[0],
+        )
+    return cluster
+
+
+def _cpu_cluster(config: ClusterConfig) -> Any:
+    from distributed import LocalCluster
+
+    n_workers, threads = config.sized()
+    security = config.security_object()
+    return LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=threads,
+        processes=config.processes,
+        memory_limit=config.memory_limit,
+        host=config.host,
+        dashboard_address=config.dashboard_address,
+        security=security,
+        protocol="tls://" if security is not None else None,
+        resources={"CPU": threads},
+        **config.worker_kwargs(),
+    )
+
+
+def _gpu_cluster(config: ClusterConfig) -> Any:
+    try:
+        from dask_cuda import LocalCUDACluster
+        from dask_cuda.utils import get_device_total_memory
+    except ImportError as e:
+        raise ImportError(
+            "ClusterConfig(kind='gpu') needs dask-cuda and RAPIDS: pip install 'curator_dask[gpu]'"
+        ) from e
+
+    kw: dict[str, Any] = {}
+    if config.device_memory_limit is not None:
+        kw["device_memory_limit"] = config.device_memory_limit
+    if config.rmm_release_threshold is not None:
+        kw["rmm_release_threshold"] = config.rmm_release_threshold
+    if config.torch_rmm:
+        kw["rmm_allocator_external_lib_list"] = ["torch"]
+    security = config.security_object()
+    # Every worker gets one GPU; advertise its memory so stages can ask for gpu_memory_gb.
+    device_gb = get_device_total_memory(0) / 1e9
+    return LocalCUDACluster(
+        n_workers=config.n_workers,
+        threads_per_worker=config.threads_per_worker or 1,
+        memory_limit=config.memory_limit,
+        host=config.host,
+        dashboard_address=config.dashboard_address,
+        security=security,
+        protocol="tls://" if security is not None else None,
+        rmm_pool_size=config.rmm_pool_size,
+        rmm_async=config.rmm_async,
+        enable_cudf_spill=config.enable_cudf_spill,
+        resources={"GPU": 1, "GPU_MEMORY_GB": round(device_gb, 1)},
+        **kw,
+        **config.worker_kwargs(),
+    )
+
+
+@contextlib.contextmanager
+def get_client(config: ClusterConfig | None = None, *, timeout: str = "60s") -> Iterator[Any]:
+    """Yield a :class:`distributed.Client` for ``config``; close what was started on exit.
+
+    Parameters
+    ----------
+    config : ClusterConfig, optional
+        Defaults to :meth:`ClusterConfig.from_dask_config` (``curator.cluster.*``).
+    timeout : str
+        How long to wait for the scheduler and, for the connecting kinds with
+        ``n_workers`` set, for that many workers.
+
+    Examples
+    --------
+    >>> with get_client(ClusterConfig(n_workers=1, processes=False)) as client:  # doctest: +SKIP
+    ...     print(client.dashboard_link)
+    """
+    from distributed import Client
+
+    config = config if config is not None else ClusterConfig.from_dask_config()
+    if config.kind in ("cpu", "gpu"):
+        cluster = make_cluster(config)
+        try:
+            with Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
+        return
+    kwargs: dict[str, Any] = {"timeout": timeout}
+    security = config.security_object()
+    if security is not None:
+        kwargs["security"] = security
+    if config.kind == "address":
+        client = Client(config.address, **kwargs)
+    else:
+        client = Client(scheduler_file=str(config.scheduler_file), **kwargs)
+    try:
+        if config.n_workers:
+            client.wait_for_workers(config.n_workers, timeout=timeout)
+        yield client
+    finally:
+        client.close()
+
+
+def worker_hosts(client: Any, resources: Mapping[str, float] | None = None) -> list[str]:
+    """Return one worker address per host, among workers that have ``resources``."""
+    chosen: dict[str, str] = {}
+    for addr, info in sorted(client.scheduler_info(n_workers=-1)["workers"].items()):
+        have = info.get("resources") or {}
+        if resources and any(have.get(k, 0) < v for k, v in resources.items()):
+            continue
+        chosen.setdefault(info.get("host", addr), addr)
+    return list(chosen.values())

@@ -1,0 +1,262 @@
+"""What every executor does around the tasks: plan, resume, account, write the statistics."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dask.base import tokenize
+
+from curator_dask import config as _config
+from curator_dask.executor import _tasks
+from curator_dask.io.base import PartitionSpec, Reader, Writer
+from curator_dask.stage import ProcessingStage
+
+if TYPE_CHECKING:
+    from curator_dask.pipeline import Pipeline, PipelineResult
+
+logger = logging.getLogger("curator_dask.executor")
+
+MODES = ("streaming", "batch")
+
+
+# Settings that change how or where a reader/writer works, not the documents it yields.
+_NOT_OUTPUT = frozenset({"mode", "storage_options", "quarantine_path"})
+
+
+def _object_token(obj: Any) -> str:
+    if dataclasses.is_dataclass(obj):
+        public = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    else:
+        public = dict(vars(obj))
+    public = {k: v for k, v in public.items() if not k.startswith("_") and k not in _NOT_OUTPUT}
+    try:
+        return tokenize(
+            type(obj).__module__, type(obj).__qualname__, public, ensure_deterministic=True
+        )
+    except Exception:  # an attribute dask cannot hash deterministically
+        return tokenize(
+            type(obj).__module__,
+            type(obj).__qualname__,
+            {k: repr(v) for k, v in sorted(public.items())},
+        )
+
+
+def _stage_token(stage: ProcessingStage) -> str:
+    # Resources and batch size change where and how a stage runs, not what it outputs.
+    state = {k: v for k, v in stage.__getstate__().items() if k not in ("resources", "batch_size")}
+    try:
+        return tokenize(
+            type(stage).__module__, type(stage).__qualname__, state, ensure_deterministic=True
+        )
+    except Exception:
+        return stage.token()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "stage"
+
+
+@dataclass
+class RunPlan:
+    """Everything a run needs to know before submitting tasks."""
+
+    pipeline: Pipeline
+    mode: str
+    specs: list[PartitionSpec]
+    output: str
+    storage_options: dict[str, Any] | None
+    run_id: str
+    reader_token: str
+    stage_tokens: list[str]
+    writer_token: str
+    step_names: list[str] = field(default_factory=list)
+    key_prefixes: list[str] = field(default_factory=list)
+
+    @property
+    def reader(self) -> Reader:
+        assert self.pipeline.reader is not None
+        return self.pipeline.reader
+
+    @property
+    def writer(self) -> Writer:
+        assert self.pipeline.writer is not None
+        return self.pipeline.writer
+
+    @property
+    def stages(self) -> list[ProcessingStage]:
+        return self.pipeline.stages
+
+    def _spec_token(self, spec: PartitionSpec) -> tuple[Any, ...]:
+        return (self.reader_token, spec.index, spec.paths, spec.start, spec.end)
+
+    def token(self, spec: PartitionSpec) -> str:
+        """Identity of a partition's final output: changes when any parameter does."""
+        return tokenize(self._spec_token(spec), self.stage_tokens, self.writer_token)
+
+    def step_token(self, spec: PartitionSpec, step: int) -> str:
+        """Identity of batch step ``step`` (0 = read) of a partition."""
+        return tokenize(self._spec_token(spec), self.stage_tokens[:step])
+
+    def step_dir(self, step: int) -> str:
+        """``<output>/_work/<k>-<name>``: where batch step ``step`` writes."""
+        return _tasks._join(self.output, _tasks.WORK_DIR, self.step_names[step])
+
+    def key(self, step: int, index: int) -> str:
+        """The dask key of one task (its prefix names the step on the dashboard)."""
+        return f"{self.key_prefixes[step]}-{index:05d}-{self.run_id}"
+
+    def priority(self, step: int, index: int) -> int:
+        """Earlier partitions first, and a partition's later steps before new reads."""
+        return -index * (len(self.stages) + 2) + step
+
+
+def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
+    """Validate ``pipeline``, list its partitions and compute the resume tokens."""
+    pipeline.validate(need_writer=True)
+    assert pipeline.reader is not None
+    assert pipeline.writer is not None
+    if mode not in MODES:
+        raise ValueError(f"execution_mode must be one of {MODES}, got {mode!r}")
+    specs = sorted(pipeline.reader.partitions(), key=lambda s: s.index)
+    if [s.index for s in specs] != list(range(len(specs))):
+        raise ValueError(
+            f"{type(pipeline.reader).__name__}.partitions() must number partitions 0..n-1, "
+            f"got {[s.index for s in specs][:10]}"
+        )
+    seen: dict[str, int] = {}
+    names = [f"00-{_slug(type(pipeline.reader).__name__)}"]
+    for k, stage in enumerate(pipeline.stages, 1):
+        slug = _slug(stage.stage_name)
+        seen[slug] = seen.get(slug, 0) + 1
+        if seen[slug] > 1:
+            slug = f"{slug}_{seen[slug]}"
+        names.append(f"{k:02d}-{slug}")
+    return RunPlan(
+        pipeline=pipeline,
+        mode=mode,
+        specs=specs,
+        output=str(pipeline.writer.path),
+        storage_options=getattr(pipeline.writer, "storage_options", None),
+        run_id=uuid.uuid4().hex[:8],
+        reader_token=_object_token(pipeline.reader),
+        stage_tokens=[_stage_token(s) for s in pipeline.stages],
+        writer_token=_object_token(pipeline.writer),
+        step_names=names,
+        key_prefixes=["read", *(n.split("-", 1)[1] for n in names[1:]), "write"],
+    )
+
+
+def done_records(plan: RunPlan) -> dict[int, dict[str, Any]]:
+    """Partitions written by an earlier run with the same parameters, with their statistics.
+
+    A partition counts as done when the writer says so *and* its statistics file carries
+    this run's token; otherwise it is computed again (its output is replaced atomically).
+    """
+    fs, root = _tasks._fs(plan.output, plan.storage_options)
+    done: dict[int, dict[str, Any]] = {}
+    stale = 0
+    for spec in plan.specs:
+        if not plan.writer.is_done(spec.index):
+            continue
+        rec = _tasks.read_json(fs, _tasks.stats_path(root, spec.index))
+        if rec is not None and rec.get("token") == plan.token(spec):
+            done[spec.index] = rec
+        else:
+            stale += 1
+    if stale:
+        logger.warning(
+            "%d written partitions of %s have no statistics or were written with other "
+            "parameters; computing them again",
+            stale,
+            plan.output,
+        )
+    return done
+
+
+class Executor:
+    """Base of executors: runs a :class:`~curator_dask.pipeline.Pipeline`.
+
+    Subclasses implement :meth:`_session` (where tasks run), :meth:`_run_streaming` and
+    :meth:`_run_batch`; this class plans the run, skips partitions already written (resume),
+    sums the statistics returned by the tasks, writes ``<output>/_stats.json``, checks that
+    every document is accounted for and calls the writer's ``finish``.
+    """
+
+    #: Shown in progress lines and statistics.
+    name: str = "executor"
+
+    def __init__(self, progress: bool | None = None) -> None:
+        self.progress = progress
+
+    def _progress_enabled(self) -> bool:
+        if self.progress is not None:
+            return bool(self.progress)
+        return bool(_config.get("execution.progress", True))
+
+    def execute(self, pipeline: Pipeline, execution_mode: str | None = None) -> PipelineResult:
+        """Run ``pipeline`` and return its :class:`~curator_dask.pipeline.PipelineResult`."""
+        from curator_dask.pipeline import PipelineResult
+
+        t0 = time.perf_counter()
+        mode = execution_mode or _config.get("execution.mode", "streaming")
+        plan = make_plan(pipeline, mode)
+        plan.writer.begin()
+        done = done_records(plan)
+        todo = [s for s in plan.specs if s.index not in done]
+        with self._session(plan) as session:
+            if todo:
+                if mode == "streaming":
+                    new = self._run_streaming(session, plan, todo)
+                else:
+                    new = self._run_batch(session, plan, todo)
+            else:
+                new = []
+            records = {**done, **{r["index"]: r for r in new}}
+            result = PipelineResult.from_records(
+                pipeline.name,
+                records.values(),
+                wall_seconds=time.perf_counter() - t0,
+                output_path=plan.output,
+                partitions_skipped=len(done),
+                execution_mode=mode,
+            )
+            fs, root = _tasks._fs(plan.output, plan.storage_options)
+            result.stats_path = _tasks._join(plan.output, "_stats.json")
+            _tasks.write_bytes_atomic(
+                fs, _tasks._join(root, "_stats.json"), result.to_json().encode("utf-8")
+            )
+            self._on_run_end(session, result)
+        result.check()
+        plan.writer.finish(result.to_dict())
+        if mode == "batch" and not _config.get("execution.keep-work", False):
+            work = _tasks._join(root, _tasks.WORK_DIR)
+            if fs.exists(work):
+                fs.rm(work, recursive=True)
+        return result
+
+    # -- what subclasses provide ------------------------------------------------------
+    @contextlib.contextmanager
+    def _session(self, plan: RunPlan) -> Iterator[Any]:
+        raise NotImplementedError
+        yield
+
+    def _on_run_end(self, session: Any, result: PipelineResult) -> None:
+        """Called inside the session with the result (before the accounting check)."""
+
+    def _run_streaming(
+        self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
+    ) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _run_batch(
+        self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
+    ) -> list[dict[str, Any]]:
+        raise NotImplementedError

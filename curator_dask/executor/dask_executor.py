@@ -1,0 +1,327 @@
+"""Run a pipeline on a dask distributed cluster, placing each stage by its resources."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from curator_dask import config as _config
+from curator_dask.cluster import ClusterConfig, get_client, worker_hosts
+from curator_dask.executor import _hooks, _tasks
+from curator_dask.executor._progress import Progress
+from curator_dask.executor.base import Executor, RunPlan
+from curator_dask.io.base import PartitionSpec
+from curator_dask.stage import ProcessingStage, teardown_all
+
+logger = logging.getLogger("curator_dask.executor")
+
+
+class DaskExecutor(Executor):
+    """Run a pipeline with :meth:`distributed.Client.submit`, one task per stage and partition.
+
+    Each stage's tasks are submitted with ``resources=stage.resources.to_dask()``, so a
+    stage that asks for ``Resources(gpus=1)`` only runs on workers advertising ``GPU`` and
+    CPU stages never hold one. (Placement is done here rather than with ``dask.annotate``
+    on a dataframe graph, which dask's query planner drops: dask/dask#10937.)
+
+    In ``"streaming"`` mode each partition is a chain ``read -> stage 1 -> ... -> write``;
+    at most ``max_in_flight`` chains are in flight, so memory stays near partition size x
+    ``max_in_flight`` however large the input, and each partition's intermediate results
+    are released as soon as the next step has them. In ``"batch"`` mode each stage runs
+    over all partitions, materialised to Parquet under ``<output>/_work/`` (resumable per
+    stage).
+
+    Before the run every stage's ``setup_on_node`` runs once per host (on a worker that
+    can run the stage); ``setup`` runs once per worker process on first use; ``teardown``
+    runs on every worker at the end.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        Use this client (it is left open).
+    address, scheduler_file : str, optional
+        Connect to a running scheduler (the connection is closed at the end).
+    cluster : ClusterConfig or distributed cluster, optional
+        A :class:`~curator_dask.cluster.ClusterConfig` to start (and stop at the end), or a
+        running cluster object. With nothing given: a local cluster from
+        ``curator.cluster.*``, sized to the machine.
+    max_in_flight : int, optional
+        Partitions in flight in streaming mode; default ``curator.execution.max-in-flight``
+        or 2 x the cluster's threads.
+    progress : bool, optional
+        Print the dashboard link and a progress line on stderr; default
+        ``curator.execution.progress``.
+
+    Examples
+    --------
+    >>> from curator_dask.cluster import ClusterConfig
+    >>> executor = DaskExecutor(cluster=ClusterConfig(n_workers=2))
+    >>> result = pipeline.run(executor)  # doctest: +SKIP
+    """
+
+    name = "dask"
+
+    def __init__(
+        self,
+        client: Any = None,
+        address: str | None = None,
+        scheduler_file: str | None = None,
+        cluster: Any = None,
+        *,
+        max_in_flight: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        super().__init__(progress=progress)
+        given = [x for x in (client, address, scheduler_file, cluster) if x is not None]
+        if len(given) > 1:
+            raise ValueError(
+                "DaskExecutor: give at most one of client, address, scheduler_file, cluster"
+            )
+        if max_in_flight is not None and max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        self.client = client
+        self.address = address
+        self.scheduler_file = scheduler_file
+        self.cluster = cluster
+        self.max_in_flight = max_in_flight
+
+    def __repr__(self) -> str:
+        where = (
+            "client"
+            if self.client is not None
+            else f"address={self.address!r}"
+            if self.address
+            else f"scheduler_file={self.scheduler_file!r}"
+            if self.scheduler_file
+            else f"cluster={self.cluster!r}"
+            if self.cluster is not None
+            else "local cluster from curator.cluster.*"
+        )
+        return f"DaskExecutor({where})"
+
+    # -- the client -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _client(self) -> Iterator[Any]:
+        if self.client is not None:
+            yield self.client
+            return
+        if self.address is not None:
+            config = ClusterConfig(kind="address", address=self.address)
+        elif self.scheduler_file is not None:
+            config = ClusterConfig(kind="scheduler_file", scheduler_file=self.scheduler_file)
+        elif self.cluster is None or isinstance(self.cluster, ClusterConfig):
+            config = self.cluster or ClusterConfig.from_dask_config()
+        else:  # a running cluster object
+            from distributed import Client
+
+            with Client(self.cluster) as client:
+                yield client
+            return
+        with get_client(config) as client:
+            yield client
+
+    @contextlib.contextmanager
+    def _session(self, plan: RunPlan) -> Iterator[Any]:
+        with self._client() as client:
+            if self._progress_enabled() and getattr(client, "dashboard_link", None):
+                Progress(plan.pipeline.name, 0).message(f"dashboard: {client.dashboard_link}")
+            self._setup_on_nodes(client, plan)
+            _hooks.run_start(client, plan.output)
+            try:
+                yield client
+            finally:
+                try:
+                    client.run(teardown_all, on_error="ignore")
+                except Exception:  # workers gone: nothing left to tear down
+                    logger.debug("teardown on workers failed", exc_info=True)
+
+    def _on_run_end(self, session: Any, result: Any) -> None:
+        _hooks.run_end(result)
+
+    def _setup_on_nodes(self, client: Any, plan: RunPlan) -> None:
+        by_worker: dict[str, list[Any]] = {}
+        for stage in plan.stages:
+            if type(stage).setup_on_node is ProcessingStage.setup_on_node:
+                continue  # the base class's no-op
+            hosts = worker_hosts(client, stage.resources.to_dask())
+            if not hosts:
+                raise RuntimeError(
+                    f"no worker can run stage {stage.stage_name!r}: it needs "
+                    f"{stage.resources.to_dask()} and no worker advertises that"
+                )
+            for addr in hosts:
+                by_worker.setdefault(addr, []).append(stage)
+        for addr, stages in by_worker.items():
+            client.run(_tasks.setup_on_node, stages, workers=[addr])
+
+    def _window(self, client: Any) -> int:
+        n = self.max_in_flight or _config.get("execution.max-in-flight")
+        if n:
+            return int(n)
+        return max(1, 2 * sum(client.nthreads().values()))
+
+    # -- streaming ----------------------------------------------------------------------
+    def _run_streaming(
+        self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
+    ) -> list[dict[str, Any]]:
+        from distributed import as_completed
+
+        client = session
+        self._check_placeable(client, plan)
+        progress = Progress(plan.pipeline.name, len(todo), self._progress_enabled())
+        pending = iter(todo)
+        running = as_completed()
+        index_of: dict[str, int] = {}
+
+        def submit_chain(spec: PartitionSpec) -> None:
+            i = spec.index
+            fut = client.submit(
+                _tasks.read_task,
+                plan.reader,
+                spec,
+                key=plan.key(0, i),
+                priority=plan.priority(0, i),
+            )
+            for k, stage in enumerate(plan.stages, 1):
+                fut = client.submit(
+                    _tasks.stage_task,
+                    stage,
+                    fut,
+                    key=plan.key(k, i),
+                    priority=plan.priority(k, i),
+                    resources=stage.resources.to_dask() or None,
+                )
+            last = len(plan.stages) + 1
+            fut = client.submit(
+                _tasks.write_task,
+                plan.writer,
+                fut,
+                plan.output,
+                plan.token(spec),
+                plan.storage_options,
+                key=plan.key(last, i),
+                priority=plan.priority(last, i),
+            )
+            index_of[fut.key] = i
+            running.add(fut)
+            # The intermediate futures go out of scope here: the scheduler frees each
+            # partition's data as soon as the next step has consumed it.
+
+        window = self._window(client)
+        for spec in pending:
+            submit_chain(spec)
+            if running.count() >= window:
+                break
+        records = []
+        try:
+            for fut in running:
+                try:
+                    record = fut.result()
+                except Exception:
+                    logger.error("partition %d failed", index_of.get(fut.key, -1))
+                    raise
+                fut.release()
+                records.append(record)
+                progress.update(record)
+                for spec in pending:
+                    submit_chain(spec)
+                    break
+        finally:
+            running.clear()
+        return records
+
+    def _check_placeable(self, client: Any, plan: RunPlan) -> None:
+        for stage in plan.stages:
+            need = stage.resources.to_dask()
+            if need and not worker_hosts(client, need):
+                raise RuntimeError(
+                    f"no worker can run stage {stage.stage_name!r}: it needs {need} and no "
+                    "worker advertises that (start GPU workers with ClusterConfig(kind='gpu')"
+                    " or `dask worker --resources GPU=1`)"
+                )
+
+    # -- batch ---------------------------------------------------------------------------
+    def _run_batch(
+        self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
+    ) -> list[dict[str, Any]]:
+        from distributed import as_completed
+
+        client = session
+        self._check_placeable(client, plan)
+        so = plan.storage_options
+        stats: dict[int, list[dict[str, Any]]] = {s.index: [] for s in todo}
+        for step in range(len(plan.stages) + 1):
+            step_dir = plan.step_dir(step)
+            progress = Progress(
+                f"{plan.pipeline.name} {plan.step_names[step]}",
+                len(todo),
+                self._progress_enabled(),
+            )
+            futures = []
+            markers: dict[int, dict[str, Any]] = {}
+            for spec in todo:
+                token = plan.step_token(spec, step)
+                marker = _tasks.batch_done(step_dir, spec.index, token, so)
+                if marker is not None:
+                    markers[spec.index] = marker
+                    continue
+                kw = {
+                    "key": plan.key(step, spec.index),
+                    "priority": plan.priority(step, spec.index),
+                }
+                if step == 0:
+                    fut = client.submit(
+                        _tasks.batch_read_task,
+                        plan.reader,
+                        spec,
+                        step_dir,
+                        plan.output,
+                        token,
+                        so,
+                        **kw,
+                    )
+                else:
+                    stage = plan.stages[step - 1]
+                    fut = client.submit(
+                        _tasks.batch_stage_task,
+                        stage,
+                        spec.index,
+                        plan.step_dir(step - 1),
+                        step_dir,
+                        token,
+                        so,
+                        resources=stage.resources.to_dask() or None,
+                        **kw,
+                    )
+                futures.append(fut)
+            for fut in as_completed(futures):
+                marker = fut.result()
+                markers[marker["index"]] = marker
+                progress.update(step=plan.step_names[step])
+            for spec in todo:
+                stats[spec.index].append(markers[spec.index]["stats"])
+        last = len(plan.stages)
+        futures = [
+            client.submit(
+                _tasks.batch_write_task,
+                plan.writer,
+                spec.index,
+                plan.step_dir(last),
+                stats[spec.index],
+                plan.output,
+                plan.token(spec),
+                so,
+                key=plan.key(last + 1, spec.index),
+                priority=plan.priority(last + 1, spec.index),
+            )
+            for spec in todo
+        ]
+        progress = Progress(f"{plan.pipeline.name} write", len(todo), self._progress_enabled())
+        records = []
+        for fut in as_completed(futures):
+            record = fut.result()
+            records.append(record)
+            progress.update(record)
+        return records

@@ -1,0 +1,104 @@
+"""Run a pipeline in this process, one partition after another (tests and debugging)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from curator_dask.executor import _tasks
+from curator_dask.executor._progress import Progress
+from curator_dask.executor.base import Executor, RunPlan
+from curator_dask.io.base import PartitionSpec
+from curator_dask.stage import teardown_all
+
+
+class SequentialExecutor(Executor):
+    """Run every task in this process, in order, without dask distributed.
+
+    The tasks, files, resume and statistics are exactly those of
+    :class:`~curator_dask.executor.DaskExecutor`; only placement and parallelism are
+    missing (stage resources are ignored). A breakpoint in a stage stops here.
+
+    Parameters
+    ----------
+    progress : bool, optional
+        Print a progress line on stderr; default ``curator.execution.progress``.
+
+    Examples
+    --------
+    >>> result = pipeline.run(SequentialExecutor())  # doctest: +SKIP
+    """
+
+    name = "sequential"
+
+    @contextlib.contextmanager
+    def _session(self, plan: RunPlan) -> Iterator[Any]:
+        _tasks.setup_on_node(plan.stages)
+        try:
+            yield None
+        finally:
+            teardown_all()
+
+    def _run_streaming(
+        self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
+    ) -> list[dict[str, Any]]:
+        progress = Progress(plan.pipeline.name, len(todo), self._progress_enabled())
+        records = []
+        for spec in todo:
+            carry = _tasks.read_task(plan.reader, spec)
+            for stage in plan.stages:
+                carry = _tasks.stage_task(stage, carry)
+            rec = _tasks.write_task(
+                plan.writer, carry, plan.output, plan.token(spec), plan.storage_options
+            )
+            records.append(rec)
+            progress.update(rec)
+        return records
+
+    def _run_batch(
+        self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
+    ) -> list[dict[str, Any]]:
+        so = plan.storage_options
+        stats: dict[int, list[dict[str, Any]]] = {s.index: [] for s in todo}
+        for step in range(len(plan.stages) + 1):
+            step_dir = plan.step_dir(step)
+            progress = Progress(
+                f"{plan.pipeline.name} {plan.step_names[step]}",
+                len(todo),
+                self._progress_enabled(),
+            )
+            for spec in todo:
+                token = plan.step_token(spec, step)
+                marker = _tasks.batch_done(step_dir, spec.index, token, so)
+                if marker is None:
+                    if step == 0:
+                        marker = _tasks.batch_read_task(
+                            plan.reader, spec, step_dir, plan.output, token, so
+                        )
+                    else:
+                        marker = _tasks.batch_stage_task(
+                            plan.stages[step - 1],
+                            spec.index,
+                            plan.step_dir(step - 1),
+                            step_dir,
+                            token,
+                            so,
+                        )
+                stats[spec.index].append(marker["stats"])
+                progress.update()
+        last = plan.step_dir(len(plan.stages))
+        records = []
+        for spec in todo:
+            records.append(
+                _tasks.batch_write_task(
+                    plan.writer,
+                    spec.index,
+                    last,
+                    stats[spec.index],
+                    plan.output,
+                    plan.token(spec),
+                    so,
+                )
+            )
+        return records
