@@ -1,0 +1,246 @@
+"""Machinery shared by the Hugging Face stages (classifiers and embeddings).
+
+Loading from a local directory (safetensors only, never the hub), CPU tokenisation,
+length-sorted batching, and halving a batch after a GPU out-of-memory error. Everything
+heavy (torch, transformers) is imported inside functions so that importing
+:mod:`curator_dask.classifiers` does not need the ``models`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from curator_dask._backend import backend_name
+from curator_dask.stage import Resources
+
+logger = logging.getLogger(__name__)
+
+MODELS_EXTRA = "pip install 'curator_dask[models]'"
+
+#: Weight files a directory may hold that need pickle to load; refused.
+_PICKLE_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+
+
+def require(module: str, what: str) -> ModuleType:
+    """Import ``module`` or raise one ImportError naming the extra to install."""
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError as err:
+        raise ImportError(
+            f"{what} needs the optional package {module!r}; install the models extra: "
+            f"{MODELS_EXTRA}"
+        ) from err
+
+
+def default_model_resources() -> Resources:
+    """``Resources(gpus=1)`` when dask's dataframe backend is cudf, CPU otherwise.
+
+    Chosen when a stage is constructed, so a pipeline built under
+    ``dask.config.set({"dataframe.backend": "cudf"})`` places model stages on GPU workers.
+    """
+    if backend_name() == "cudf":
+        return Resources(gpus=1)
+    return Resources()
+
+
+def resolve_device(device: str, resources: Resources) -> str:
+    """Turn ``device="auto"`` into ``"cuda"`` or ``"cpu"``.
+
+    ``auto`` means CUDA when the stage asked for a GPU and this process sees one. A stage
+    that did not ask for a GPU stays on the CPU even on a GPU machine: the scheduler did not
+    reserve a GPU for it.
+    """
+    if device != "auto":
+        return device
+    torch = require("torch", "device='auto'")
+    if resources.requires_gpu and torch.cuda.is_available():
+        return "cuda"
+    if resources.requires_gpu:
+        logger.warning("stage asked for a GPU but this process sees none; running on CPU")
+    return "cpu"
+
+
+def check_model_dir(model_dir: str | os.PathLike[str], what: str) -> Path:
+    """Return ``model_dir`` as a Path after checking it is a local safetensors checkpoint.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``model_dir`` is not a local directory (hub ids are not fetched).
+    ValueError
+        The directory holds only pickle weights (``.bin``, ``.pt``...), which are refused.
+    """
+    path = Path(model_dir).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{what}: model_dir {str(model_dir)!r} is not a local directory. curator_dask never "
+            "downloads models at run time: download the model once (e.g. `huggingface-cli "
+            "download <repo> --local-dir <dir>`) and pass that directory."
+        )
+    if not any(path.glob("*.safetensors")):
+        pickles = sorted(p.name for pat in _PICKLE_WEIGHTS for p in path.glob(pat))
+        if pickles:
+            raise ValueError(
+                f"{what}: {path} holds only pickle weights ({', '.join(pickles)}); loading "
+                "them can run arbitrary code, so they are refused. Convert the checkpoint to "
+                "safetensors (model.save_pretrained(dir, safe_serialization=True))."
+            )
+        raise FileNotFoundError(f"{what}: no *.safetensors weights in {path}")
+    return path
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """Read a small JSON file (a model config)."""
+    with open(path, encoding="utf-8") as f:
+        return dict(json.load(f))
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    """Load the tokenizer saved in ``model_dir`` (local files only)."""
+    transformers = require("transformers", "loading a tokenizer")
+    return transformers.AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+
+
+def load_model(auto_class: str, model_dir: Path, device: str) -> Any:
+    """Load ``transformers.<auto_class>`` from ``model_dir`` (safetensors only), in eval mode."""
+    transformers = require("transformers", "loading a model")
+    cls = getattr(transformers, auto_class)
+    model = cls.from_pretrained(str(model_dir), use_safetensors=True, local_files_only=True)
+    return model.to(device).eval()
+
+
+def token_limit(tokenizer: Any, config: Any, max_tokens: int | None) -> int:
+    """Tokens per document: ``max_tokens`` capped by what the model's positions allow."""
+    limits = []
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_max, int) and tok_max < 1_000_000:
+        limits.append(tok_max)
+    pos_max = getattr(config, "max_position_embeddings", None)
+    if isinstance(pos_max, int) and pos_max > 0:
+        limits.append(pos_max)
+    if max_tokens is not None:
+        limits.append(max_tokens)
+    return min(limits) if limits else 512
+
+
+def texts_of(text: Any, max_chars: int | None) -> list[str]:
+    """The partition's texts as Python strings, missing as ``""``, cut to ``max_chars``."""
+    if not isinstance(text, pd.Series):
+        text = text.to_pandas()
+    values = text.fillna("").astype(str)
+    if max_chars is not None:
+        values = values.str.slice(0, max_chars)
+    return values.tolist()
+
+
+def tokenize(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, list[list[int]]]:
+    """Tokenise without padding (padding happens per batch, after sorting)."""
+    enc = tokenizer(texts, truncation=True, max_length=max_length, padding=False)
+    return {k: list(v) for k, v in enc.items()}
+
+
+def pad_batch(
+    encodings: dict[str, list[list[int]]],
+    idx: np.ndarray,
+    pad_token_id: int,
+    padding_side: str,
+    torch: ModuleType,
+    device: str,
+) -> dict[str, Any]:
+    """Pad the documents ``idx`` of ``encodings`` to their longest and return tensors."""
+    rows = {k: [v[i] for i in idx] for k, v in encodings.items()}
+    width = max(len(r) for r in rows["input_ids"])
+    out = {}
+    for key, seqs in rows.items():
+        fill = pad_token_id if key == "input_ids" else 0
+        arr = np.full((len(seqs), width), fill, dtype=np.int64)
+        for j, seq in enumerate(seqs):
+            if padding_side == "left":
+                arr[j, width - len(seq) :] = seq
+            else:
+                arr[j, : len(seq)] = seq
+        out[key] = torch.from_numpy(arr).to(device)
+    return out
+
+
+def batch_order(lengths: np.ndarray, sort_by_length: bool) -> np.ndarray:
+    """Document order for batching: longest first when sorting, else the input order.
+
+    Longest first puts the batch most likely to run out of GPU memory at the start, so a
+    halved batch size (see :func:`run_batches`) applies to everything after it.
+    """
+    if sort_by_length:
+        return np.argsort(-lengths, kind="stable")
+    return np.arange(len(lengths))
+
+
+def run_batches(
+    order: np.ndarray,
+    batch_size: int,
+    forward: Callable[[np.ndarray], np.ndarray],
+    width: int,
+    what: str,
+) -> tuple[np.ndarray, int]:
+    """Run ``forward`` over ``order`` in batches; return outputs in input order and retries.
+
+    ``forward(idx)`` returns a float array of shape ``(len(idx), width)``. On
+    ``torch.OutOfMemoryError`` the batch size is halved and the batch retried; the smaller
+    size is kept for the rest of the partition, so the retries are bounded by
+    ``log2(batch_size)``. At batch size 1 the error is raised again with advice.
+    """
+    torch = require("torch", what)
+    out = np.zeros((len(order), width), dtype=np.float32)
+    retries = 0
+    size = batch_size
+    start = 0
+    while start < len(order):
+        idx = order[start : start + size]
+        try:
+            out[idx] = forward(idx)
+        except torch.OutOfMemoryError as err:
+            if size == 1:
+                raise torch.OutOfMemoryError(
+                    f"{what}: out of GPU memory on a single document even after halving the "
+                    f"batch from model_inference_batch_size={batch_size} ({retries} "
+                    "retries). Use a smaller model_inference_batch_size, a smaller max_chars "
+                    "or max_tokens, or give each task more of the GPU (e.g. "
+                    f"resources=Resources(gpus=1)). Original error: {err}"
+                ) from err
+            new_size = max(1, size // 2)
+            logger.warning(
+                "%s: out of GPU memory on a batch of %d; retrying with %d", what, size, new_size
+            )
+            size = new_size
+            retries += 1
+            _empty_cache(torch)
+            continue
+        start += len(idx)
+    return out, retries
+
+
+def _empty_cache(torch: ModuleType) -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def frame_lib(part: Any) -> ModuleType:
+    """The module (pandas or cudf) that ``part`` belongs to."""
+    if isinstance(part, (pd.DataFrame, pd.Series)):
+        return pd
+    return sys.modules[type(part).__module__.split(".")[0]]
+
+
+def new_column(part: Any, values: np.ndarray | Sequence[Any], dtype: str | None) -> Any:
+    """A Series of ``values`` on ``part``'s index, in ``part``'s frame library."""
+    lib = frame_lib(part)
+    return lib.Series(values, index=part.index, dtype=dtype)

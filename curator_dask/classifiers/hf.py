@@ -1,0 +1,232 @@
+"""Hugging Face sequence classifiers as stages: one model per worker process.
+
+:class:`HFSequenceClassifier` runs any model that
+``transformers.AutoModelForSequenceClassification`` loads from a local directory of
+safetensors weights. The model and tokenizer are loaded in :meth:`~HFSequenceClassifier.setup`,
+once per worker process, into ``_``-prefixed attributes, so they never travel inside a task
+graph. :class:`QualityClassifier` and :class:`DomainClassifier` are the same stage with the
+column names NeMo Curator users know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from curator_dask.classifiers import _hf
+from curator_dask.stage import ProcessingStage, Resources
+
+
+@dataclass(kw_only=True)
+class HFSequenceClassifier(ProcessingStage):
+    """Label each document with a Hugging Face sequence classification model.
+
+    Each partition is tokenised on the CPU, its documents are ordered by token count
+    (longest first) so a forward pass sees documents of similar length, the model runs
+    ``model_inference_batch_size`` documents per pass, and the predictions are written back
+    in the partition's original row order.
+
+    Parameters
+    ----------
+    model_dir : str
+        Local directory with ``config.json``, ``*.safetensors`` weights and the tokenizer
+        files (what ``save_pretrained`` writes). Pickle weights (``.bin``) are refused and
+        nothing is downloaded.
+    text_column : str
+        Column holding the text.
+    label_column : str
+        Output column: the predicted label's name.
+    score_column : str
+        Output column: the probability (softmax) of the predicted label.
+    labels : sequence of str, optional
+        Label names in the order of the model's outputs; default: the model's
+        ``config.json`` ``id2label``.
+    write_all_probs : bool
+        Also write one probability column per label, named ``<score_column>_<label>``.
+    filter_by : sequence of str, optional
+        Keep only documents whose predicted label is one of these.
+    model_inference_batch_size : int
+        Documents per forward pass. On a GPU out-of-memory error the batch is halved and
+        retried; the number of retries is reported as ``oom_retries`` in the statistics.
+    max_chars : int, optional
+        Characters of each document kept before tokenising (None: all).
+    max_tokens : int, optional
+        Tokens per document; default and upper bound: the model's maximum length.
+    sort_by_length : bool
+        Batch documents in order of length (the output order never changes).
+    device : str
+        ``"auto"`` (CUDA if the stage's resources ask for a GPU and one is visible, else
+        CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    resources : Resources
+        Default: ``Resources(gpus=1)`` if dask's ``dataframe.backend`` is ``cudf`` when the
+        stage is built, else CPU. ``.with_(resources=Resources(gpus=0.25))`` lets four
+        tasks share a GPU.
+
+    Examples
+    --------
+    >>> clf = HFSequenceClassifier(model_dir="models/quality", filter_by=["High"])
+    >>> df = clf(df)  # doctest: +SKIP
+    """
+
+    model_dir: str
+    text_column: str = "text"
+    label_column: str = "label"
+    score_column: str = "label_prob"
+    labels: Sequence[str] | None = None
+    write_all_probs: bool = False
+    filter_by: Sequence[str] | None = None
+    model_inference_batch_size: int = 256
+    max_chars: int | None = 2000
+    max_tokens: int | None = None
+    sort_by_length: bool = True
+    device: str = "auto"
+    resources: Resources = field(default_factory=_hf.default_model_resources)
+
+    def __post_init__(self) -> None:
+        self.model_dir = str(self.model_dir)
+        if self.model_inference_batch_size < 1:
+            raise ValueError(
+                f"model_inference_batch_size must be >= 1, got {self.model_inference_batch_size}"
+            )
+        if self.max_chars is not None and self.max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1 or None, got {self.max_chars}")
+        if self.max_tokens is not None and self.max_tokens < 2:
+            raise ValueError(f"max_tokens must be >= 2 or None, got {self.max_tokens}")
+        if self.labels is not None:
+            self.labels = tuple(self.labels)
+        if self.filter_by is not None:
+            self.filter_by = tuple(self.filter_by)
+            if self.labels is not None and set(self.filter_by) - set(self.labels):
+                raise ValueError(
+                    f"filter_by {sorted(set(self.filter_by) - set(self.labels))} are not "
+                    f"labels of the model {list(self.labels)}"
+                )
+
+    # -- worker-side state ---------------------------------------------------------------
+    def setup(self) -> None:
+        """Load the tokenizer and model once per worker process."""
+        torch = _hf.require("torch", type(self).__name__)
+        path = _hf.check_model_dir(self.model_dir, self.stage_name)
+        self._device = _hf.resolve_device(self.device, self.resources)
+        self._tokenizer = _hf.load_tokenizer(path)
+        self._model = _hf.load_model("AutoModelForSequenceClassification", path, self._device)
+        self._torch = torch
+        self._max_length = _hf.token_limit(self._tokenizer, self._model.config, self.max_tokens)
+        names = self.label_names()
+        n_out = int(self._model.config.num_labels)
+        if len(names) != n_out:
+            raise ValueError(
+                f"{self.stage_name}: {len(names)} label names {list(names)} for a model with "
+                f"{n_out} outputs"
+            )
+        unknown = set(self.filter_by or ()) - set(names)
+        if unknown:
+            raise ValueError(f"filter_by {sorted(unknown)} are not labels of the model {names}")
+
+    def teardown(self) -> None:
+        for attr in ("_model", "_tokenizer", "_torch"):
+            self.__dict__.pop(attr, None)
+
+    def label_names(self) -> tuple[str, ...]:
+        """The label names, from ``labels`` or the model's ``config.json``."""
+        if self.labels is not None:
+            return tuple(self.labels)
+        config = _hf.read_json(Path(self.model_dir) / "config.json")
+        id2label = config.get("id2label")
+        if not id2label:
+            n = int(config.get("num_labels", 2))
+            return tuple(f"LABEL_{i}" for i in range(n))
+        return tuple(str(id2label[k]) for k in sorted(id2label, key=int))
+
+    # -- the partition transform ---------------------------------------------------------
+    def predict_proba(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        """Class probabilities for ``texts`` (in their order) and the OOM retry count.
+
+        Needs :meth:`setup` to have run.
+        """
+        n_labels = int(self._model.config.num_labels)
+        if not texts:
+            return np.zeros((0, n_labels), dtype=np.float32), 0
+        enc = _hf.tokenize(self._tokenizer, texts, self._max_length)
+        lengths = np.fromiter((len(x) for x in enc["input_ids"]), dtype=np.int64)
+        order = _hf.batch_order(lengths, self.sort_by_length)
+        torch = self._torch
+        pad_id = self._tokenizer.pad_token_id or 0
+        side = getattr(self._tokenizer, "padding_side", "right")
+
+        def forward(idx: np.ndarray) -> np.ndarray:
+            batch = _hf.pad_batch(enc, idx, pad_id, side, torch, self._device)
+            with torch.inference_mode():
+                logits = self._model(**batch).logits
+            return torch.softmax(logits.float(), dim=-1).cpu().numpy()
+
+        return _hf.run_batches(
+            order, self.model_inference_batch_size, forward, n_labels, self.stage_name
+        )
+
+    def process_with_stats(self, part: Any) -> tuple[Any, dict[str, int]]:
+        texts = _hf.texts_of(part[self.text_column], self.max_chars) if len(part) else []
+        probs, retries = self.predict_proba(texts)
+        return self._attach(part, probs), {"oom_retries": retries}
+
+    def process(self, part: Any) -> Any:
+        return self.process_with_stats(part)[0]
+
+    def output_meta(self, meta: Any) -> Any:
+        # Built from the label names alone (config.json), so dask never needs the model.
+        return self._attach(meta.iloc[:0], np.zeros((0, len(self.label_names())), np.float32))
+
+    def _attach(self, part: Any, probs: np.ndarray) -> Any:
+        names = self.label_names()
+        pred = probs.argmax(axis=1)
+        label_values = np.asarray(names, dtype=object)[pred]
+        cols = {
+            self.label_column: _hf.new_column(part, label_values, "str"),
+            self.score_column: _hf.new_column(
+                part, probs[np.arange(len(pred)), pred].astype(np.float32), "float32"
+            ),
+        }
+        if self.write_all_probs:
+            for j, name in enumerate(names):
+                cols[f"{self.score_column}_{name}"] = _hf.new_column(
+                    part, probs[:, j].astype(np.float32), "float32"
+                )
+        out = part.assign(**cols)
+        if self.filter_by is not None:
+            out = out[np.isin(label_values, list(self.filter_by))]
+        return out
+
+
+@dataclass(kw_only=True)
+class QualityClassifier(HFSequenceClassifier):
+    """A document quality classifier (e.g. labels ``High``, ``Medium``, ``Low``).
+
+    The same stage as :class:`HFSequenceClassifier`, writing ``quality_pred`` and
+    ``quality_prob``. ``model_dir`` is a local directory; nothing is fetched from the hub.
+
+    Examples
+    --------
+    >>> clf = QualityClassifier(model_dir="models/quality", filter_by=["High", "Medium"])
+    """
+
+    label_column: str = "quality_pred"
+    score_column: str = "quality_prob"
+
+
+@dataclass(kw_only=True)
+class DomainClassifier(HFSequenceClassifier):
+    """A document domain classifier, writing ``domain_pred`` and ``domain_prob``.
+
+    ``model_dir`` is a local directory; nothing is fetched from the hub.
+
+    Examples
+    --------
+    >>> clf = DomainClassifier(model_dir="models/domain", filter_by=["Science"])
+    """
+
+    label_column: str = "domain_pred"
+    score_column: str = "domain_prob"

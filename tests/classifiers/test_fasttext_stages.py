@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+import pickle
+import socket
+import struct
+from pathlib import Path
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from curator_dask.classifiers import (
+    FastTextLangId,
+    FastTextQualityFilter,
+    bundled_langid_model_path,
+)
+from curator_dask.stage import ready_stage, run_stage
+
+pytest.importorskip("fasttext")  # fasttext-predict, from the models extra
+
+
+def write_fasttext_model(
+    path: Path, words: list[str], labels: list[str], inp: np.ndarray, out: np.ndarray
+) -> None:
+    """Write a supervised fastText model file (format version 12) by hand.
+
+    The predict-only fastText package cannot train, so the test writes a model whose
+    predictions it knows: softmax(out @ mean(inp[word] for word in doc)).
+    """
+    dim = inp.shape[1]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<ii", 793712314, 12))  # magic, version
+        # dim ws epoch minCount neg wordNgrams loss(softmax) model(sup) bucket minn maxn lrUpd
+        f.write(struct.pack("<12i", dim, 5, 5, 1, 5, 1, 3, 3, 0, 0, 0, 100))
+        f.write(struct.pack("<d", 1e-4))  # sampling threshold t
+        n = len(words) + len(labels)
+        f.write(struct.pack("<iiiqq", n, len(words), len(labels), n, -1))  # -1: not pruned
+        for w in words:
+            f.write(w.encode() + b"\0" + struct.pack("<qb", 1, 0))  # count, type word
+        for lab in labels:
+            f.write(lab.encode() + b"\0" + struct.pack("<qb", 1, 1))  # count, type label
+        for matrix in (inp, out):
+            f.write(b"\0")  # not quantised
+            f.write(struct.pack("<qq", *matrix.shape))
+            f.write(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
+
+
+WORDS = ["reference", "manual", "clean", "spam", "click", "buy"]
+# 2-d word vectors: the first three point at "hq", the last three at "lq"
+INPUT = np.array([[1, 0], [2, 0], [1, 1], [0, 1], [0, 2], [1, 3]], dtype=np.float32)
+OUTPUT = np.array([[1.5, 0.0], [0.0, 1.5]], dtype=np.float32)  # rows: __label__hq, __label__lq
+
+
+def expected_hq(text: str) -> float:
+    ids = [WORDS.index(w) for w in text.split() if w in WORDS]
+    if not ids:
+        return 0.0
+    z = OUTPUT @ INPUT[ids].mean(axis=0)
+    p = np.exp(z - z.max())
+    return float(p[0] / p.sum())
+
+
+@pytest.fixture(scope="module")
+def quality_model(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("ft") / "quality.bin"
+    write_fasttext_model(path, WORDS, ["__label__hq", "__label__lq"], INPUT, OUTPUT)
+    return str(path)
+
+
+@pytest.fixture
+def quality_frame() -> pd.DataFrame:
+    texts = [
+        "reference manual",
+        "spam click buy buy",
+        "clean\nreference text",  # newline must not cut the document
+        "unknown words only",
+        "",
+        "manual spam",
+        "click click clean",
+        "reference reference reference spam",
+        "buy",
+    ]
+    return pd.DataFrame({"id": range(len(texts)), "text": texts})
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Fail any attempt to open a network connection."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def test_quality_filter_scores_match_the_model(quality_model, quality_frame):
+    flt = FastTextQualityFilter(
+        model_path=quality_model, label="hq", min_score=0.6, score_column="hq_prob"
+    )
+    df = dd.from_pandas(quality_frame, npartitions=3)
+    with dask.config.set(scheduler="sync"):
+        out = flt(df).compute()
+    expected = np.array([expected_hq(t.replace("\n", " ")) for t in quality_frame["text"]])
+    keep = expected >= 0.6
+    assert 0 < keep.sum() < len(keep)
+    assert out["id"].tolist() == quality_frame["id"][keep].tolist()
+    np.testing.assert_allclose(out["hq_prob"].to_numpy(), expected[keep], atol=1e-5)
+    # the newline case: "clean reference text" as one line, not "clean" alone
+    assert expected_hq("clean reference text") != pytest.approx(expected_hq("clean"))
+
+
+def test_quality_filter_score_only_and_invert(quality_model, quality_frame):
+    flt = FastTextQualityFilter(model_path=quality_model, label="__label__lq", min_score=0.5)
+    ready = ready_stage(flt.with_(name="lq"))
+    out, stats = run_stage(ready, quality_frame)
+    lq = np.array([1 - expected_hq(t.replace("\n", " ")) for t in quality_frame["text"]])
+    lq[[3, 4]] = 0.0  # no known token: score 0, not 1 - 0
+    assert out["id"].tolist() == quality_frame["id"][lq >= 0.5].tolist()
+    assert stats.removed == int((lq < 0.5).sum())
+    scored = FastTextQualityFilter(model_path=quality_model, label="lq", score_only=True)
+    ready = ready_stage(scored)
+    got = ready.process(quality_frame)
+    assert len(got) == len(quality_frame)
+    np.testing.assert_allclose(got["FastTextQualityFilter_score"], lq, atol=1e-5)
+    assert got["FastTextQualityFilter_keep"].tolist() == (lq >= 0.5).tolist()
+    meta = scored.output_meta(quality_frame.iloc[:0])
+    assert list(meta.columns) == list(got.columns)
+
+
+LANG_TEXTS = {
+    "en": "The committee will publish its annual report on the state of public libraries.",
+    "fr": "Le comité publiera son rapport annuel sur l'état des bibliothèques publiques.",
+    "de": "Der Ausschuss wird seinen Jahresbericht über den Zustand der Bibliotheken vorlegen.",
+    "es": "El comité publicará su informe anual sobre el estado de las bibliotecas públicas.",
+}
+
+
+def test_langid_bundled_model_offline(no_network):
+    frame = pd.DataFrame(
+        {
+            "id": range(6),
+            "text": [*LANG_TEXTS.values(), "12345 67890", "The report is\nready."],
+        }
+    )
+    stage = FastTextLangId()
+    df = dd.from_pandas(frame, npartitions=3)
+    with dask.config.set(scheduler="sync"):
+        out = stage(df).compute()
+    assert out["language"].tolist()[:4] == list(LANG_TEXTS)
+    assert out["language"].iloc[5] == "en"
+    assert (out["language_score"].iloc[:4] > 0.5).all()
+    assert out["language_score"].between(0, 1).all()
+
+    strict = ready_stage(FastTextLangId(min_langid_score=0.5, languages=["__label__en", "fr"]))
+    kept, stats = run_stage(strict, frame)
+    assert set(kept["language"]) <= {"en", "fr"}
+    assert {0, 1} <= set(kept["id"])
+    assert stats.removed == len(frame) - len(kept) >= 2
+
+
+def test_quality_filter_on_a_generic_model(no_network):
+    """The shipped language-id model used as any fastText classifier: P(__label__en)."""
+    frame = pd.DataFrame({"text": list(LANG_TEXTS.values())})
+    flt = ready_stage(
+        FastTextQualityFilter(
+            model_path=bundled_langid_model_path(),
+            label="__label__en",
+            min_score=0.5,
+            score_column="p_en",
+        )
+    )
+    out = flt.process(frame)
+    assert out["text"].tolist() == [LANG_TEXTS["en"]]
+    langid = ready_stage(FastTextLangId()).process(frame)
+    assert out["p_en"].iloc[0] == pytest.approx(langid["language_score"].iloc[0], abs=1e-6)
+
+
+def test_fasttext_model_is_not_pickled(quality_model):
+    ready = ready_stage(FastTextQualityFilter(model_path=quality_model, label="hq"))
+    assert "_model" in ready.__dict__
+    assert "_model" not in pickle.loads(pickle.dumps(ready)).__dict__
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="fastText model not found"):
+        ready_stage(FastTextQualityFilter(model_path=str(tmp_path / "none.bin")))
+    with pytest.raises(ValueError, match="min_langid_score"):
+        FastTextLangId(min_langid_score=2)
