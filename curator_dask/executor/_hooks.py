@@ -1,6 +1,7 @@
-"""Optional monitoring hooks: ``curator_dask.monitoring.on_run_start`` / ``on_run_end``.
+"""Optional monitoring hooks: ``on_run_start`` / ``on_run_end`` of ``curator_dask.monitoring``.
 
-If the monitoring package provides them, the executor calls ``on_run_start(client,
+If the monitoring package provides them (in ``curator_dask.monitoring.hooks`` or the
+package itself), the executor calls ``on_run_start(client,
 run_dir)`` before the first task and ``on_run_end(result)`` after the run. A failing hook is
 logged and never fails the run.
 """
@@ -15,11 +16,15 @@ logger = logging.getLogger("curator_dask.executor")
 
 
 def _hook(name: str) -> Any:
-    try:
-        module = importlib.import_module("curator_dask.monitoring")
-    except ImportError:
-        return None
-    return getattr(module, name, None)
+    for module_name in ("curator_dask.monitoring.hooks", "curator_dask.monitoring"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        fn = getattr(module, name, None)
+        if fn is not None:
+            return fn
+    return None
 
 
 def run_start(client: Any, run_dir: str) -> None:

@@ -1,0 +1,450 @@
+"""The ``curator-dask`` command: parses arguments and calls the public API.
+
+``curator-dask run PIPELINE.yaml`` runs a pipeline described in YAML::
+
+    name: demo
+    reader:
+      class: JsonlReader            # from curator_dask.io, or "package.module:Class"
+      params: {paths: data/, blocksize: 64MB}
+    stages:
+      - class: UnicodeNormalizer    # from curator_dask.filters / modifiers / classifiers
+      - class: WordCountFilter
+        params: {min_words: 50}
+        resources: {cpus: 1}        # or {gpus: 1}, {gpu_memory_gb: 8}
+      - class: my_package.stages:MyStage
+    writer:
+      class: JsonlWriter
+      params: {path: out/, mode: resume}
+    execution: {mode: streaming, max_in_flight: 8}   # optional
+    cluster: {n_workers: 4, threads_per_worker: 1}   # optional, see ClusterConfig
+    config: {curator.io.blocksize: 128MB}            # optional dask config for the run
+
+Errors in the file name the key at fault, e.g. ``stages[2].params.min_words: expected
+int, got 'many'``. Cluster flags (:func:`add_cluster_args`) override the ``cluster:``
+section. Other subcommands come from the modules listed in :data:`SUBCOMMAND_MODULES`, each
+providing ``register(subparsers, add_cluster_args, client_from_args)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import os
+import sys
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask.config
+import yaml
+
+from curator_dask.cluster import ClusterConfig, get_client
+from curator_dask.io.base import Reader, Writer
+from curator_dask.pipeline import AccountingError, Pipeline
+from curator_dask.stage import ProcessingStage, Resources
+
+#: Modules whose ``register(subparsers, add_cluster_args, client_from_args)`` adds
+#: subcommands (e.g. ``"curator_dask.dedup.cli"``).
+SUBCOMMAND_MODULES: list[str] = []
+
+#: Where a bare class name in a pipeline file is looked up, in order.
+STAGE_MODULES = (
+    "curator_dask.filters",
+    "curator_dask.modifiers",
+    "curator_dask.classifiers",
+    "curator_dask.embeddings",
+)
+IO_MODULES = ("curator_dask.io",)
+
+_TOP_KEYS = ("name", "description", "reader", "stages", "writer", "execution", "cluster", "config")
+_STAGE_KEYS = ("class", "params", "resources", "name", "batch_size")
+
+
+class ConfigError(ValueError):
+    """A pipeline file is wrong; the message starts with the key at fault."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"{key}: {message}" if key else message)
+
+
+# -- cluster flags --------------------------------------------------------------------------
+def add_cluster_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the flags that choose a cluster (shared by every subcommand); return ``parser``."""
+    g = parser.add_argument_group("cluster (default: a local cluster from curator.cluster.*)")
+    g.add_argument(
+        "--scheduler-address",
+        metavar="ADDR",
+        help="connect to a running scheduler, e.g. tcp://10.0.0.5:8786",
+    )
+    g.add_argument(
+        "--scheduler-file",
+        metavar="FILE",
+        help="connect through a scheduler file (dask scheduler --scheduler-file)",
+    )
+    g.add_argument(
+        "--n-workers",
+        type=int,
+        metavar="N",
+        help="local workers; with a scheduler, workers to wait for",
+    )
+    g.add_argument("--threads-per-worker", type=int, metavar="N")
+    g.add_argument("--memory-limit", metavar="SIZE", help='per worker, e.g. "8GB" or "auto"')
+    g.add_argument("--local-directory", metavar="DIR", help="worker scratch and spill dir")
+    g.add_argument(
+        "--gpu",
+        action="store_true",
+        help="start a local CUDA cluster (one worker per GPU, RMM pool)",
+    )
+    return parser
+
+
+def cluster_config_from_args(
+    args: argparse.Namespace, base: ClusterConfig | None = None
+) -> ClusterConfig:
+    """Combine ``base`` (default: ``curator.cluster.*``) with the cluster flags in ``args``."""
+    cfg = base if base is not None else ClusterConfig.from_dask_config()
+    changes: dict[str, Any] = {}
+    address = getattr(args, "scheduler_address", None)
+    scheduler_file = getattr(args, "scheduler_file", None)
+    if address and scheduler_file:
+        raise ConfigError("--scheduler-address", "give either it or --scheduler-file")
+    if address:
+        changes.update(kind="address", address=address)
+    elif scheduler_file:
+        changes.update(kind="scheduler_file", scheduler_file=scheduler_file)
+    elif getattr(args, "gpu", False):
+        changes["kind"] = "gpu"
+    for name in ("n_workers", "threads_per_worker", "memory_limit", "local_directory"):
+        value = getattr(args, name, None)
+        if value is not None:
+            changes[name] = value
+    return dataclasses.replace(cfg, **changes) if changes else cfg
+
+
+@contextlib.contextmanager
+def client_from_args(args: argparse.Namespace, base: ClusterConfig | None = None) -> Iterator[Any]:
+    """Yield a :class:`distributed.Client` for the cluster flags; clean up on exit."""
+    with get_client(cluster_config_from_args(args, base)) as client:
+        yield client
+
+
+# -- pipeline files -------------------------------------------------------------------------
+@dataclass
+class RunConfig:
+    """A pipeline file, loaded: the pipeline plus how to run it."""
+
+    pipeline: Pipeline
+    execution_mode: str | None = None
+    max_in_flight: int | None = None
+    cluster: ClusterConfig | None = None
+    dask_config: dict[str, Any] = field(default_factory=dict)
+
+
+def load_run_config(path: str | os.PathLike[str]) -> RunConfig:
+    """Read a pipeline YAML file (see the module docstring); errors name the key at fault."""
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        raise ConfigError("", f"{path} is not valid YAML: {e}") from e
+    return run_config_from_dict(data)
+
+
+def run_config_from_dict(data: Any) -> RunConfig:
+    """Build a :class:`RunConfig` from the parsed YAML mapping."""
+    if not isinstance(data, Mapping):
+        raise ConfigError("", f"a pipeline file holds a mapping, got {type(data).__name__}")
+    _no_unknown(data, _TOP_KEYS, "")
+    for key in ("reader", "writer"):
+        if key not in data:
+            raise ConfigError(key, "required")
+    name = data.get("name", "pipeline")
+    if not isinstance(name, str):
+        raise ConfigError("name", f"expected a string, got {name!r}")
+    pipeline = Pipeline(name, description=data.get("description"))
+    pipeline.add_stage(_build(data["reader"], "reader", IO_MODULES, Reader))
+    stages = data.get("stages") or []
+    if not isinstance(stages, list):
+        raise ConfigError("stages", f"expected a list, got {type(stages).__name__}")
+    for i, spec in enumerate(stages):
+        pipeline.add_stage(_build(spec, f"stages[{i}]", STAGE_MODULES, ProcessingStage))
+    pipeline.add_stage(_build(data["writer"], "writer", IO_MODULES, Writer))
+
+    execution = data.get("execution") or {}
+    _mapping(execution, "execution")
+    _no_unknown(execution, ("mode", "max_in_flight", "max-in-flight"), "execution")
+    mode = execution.get("mode")
+    if mode is not None and mode not in ("streaming", "batch"):
+        raise ConfigError("execution.mode", f"expected 'streaming' or 'batch', got {mode!r}")
+    max_in_flight = execution.get("max_in_flight", execution.get("max-in-flight"))
+    if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
+        raise ConfigError("execution.max_in_flight", f"expected an int >= 1, got {max_in_flight!r}")
+    cluster = None
+    if data.get("cluster") is not None:
+        _mapping(data["cluster"], "cluster")
+        names = [f.name for f in dataclasses.fields(ClusterConfig)]
+        for key in data["cluster"]:
+            if str(key).replace("-", "_") not in names:
+                raise ConfigError(f"cluster.{key}", f"unknown setting (known: {', '.join(names)})")
+        try:
+            cluster = ClusterConfig.from_dict(
+                {**(dask.config.get("curator.cluster", {}) or {}), **data["cluster"]}
+            )
+        except (TypeError, ValueError) as e:
+            bad = next((k for k in data["cluster"] if str(k).replace("-", "_") in str(e)), None)
+            raise ConfigError(f"cluster.{bad}" if bad else "cluster", str(e)) from e
+    dask_config = data.get("config") or {}
+    _mapping(dask_config, "config")
+    return RunConfig(pipeline, mode, max_in_flight, cluster, dict(dask_config))
+
+
+def _mapping(value: Any, key: str) -> None:
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, f"expected a mapping, got {type(value).__name__}")
+
+
+def _no_unknown(data: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    for key in data:
+        if key not in known:
+            at = f"{where}.{key}" if where else str(key)
+            raise ConfigError(at, f"unknown key (known: {', '.join(known)})")
+
+
+def resolve_class(name: str, modules: Sequence[str], key: str) -> Any:
+    """Find ``name`` (``Class`` in ``modules``, or ``package.module:Attr``)."""
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            raise ConfigError(key, f"cannot import module {module_name!r}: {e}") from e
+        try:
+            return getattr(module, attr)
+        except AttributeError as e:
+            raise ConfigError(key, f"module {module_name!r} has no {attr!r}") from e
+    for module_name in modules:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise ConfigError(
+        key,
+        f"unknown class {name!r}: not in {', '.join(modules)}; write 'package.module:Class' "
+        "for your own",
+    )
+
+
+def _build(spec: Any, key: str, modules: Sequence[str], base: type) -> Any:
+    if isinstance(spec, str):
+        spec = {"class": spec}
+    _mapping(spec, key)
+    _no_unknown(spec, _STAGE_KEYS, key)
+    if "class" not in spec:
+        raise ConfigError(f"{key}.class", "required")
+    cls_name = spec["class"]
+    if not isinstance(cls_name, str):
+        raise ConfigError(f"{key}.class", f"expected a string, got {cls_name!r}")
+    target = resolve_class(cls_name, modules, f"{key}.class")
+    params = spec.get("params") or {}
+    _mapping(params, f"{key}.params")
+    if isinstance(target, ProcessingStage):  # e.g. a @processing_stage function
+        if params:
+            raise ConfigError(
+                f"{key}.params", f"{cls_name} is a stage object, not a class: it takes no params"
+            )
+        obj = target
+    elif isinstance(target, type):
+        if not issubclass(target, base):
+            raise ConfigError(f"{key}.class", f"{cls_name} is not a {base.__name__}")
+        obj = _instantiate(target, dict(params), f"{key}.params")
+    else:
+        raise ConfigError(f"{key}.class", f"{cls_name} is not a class")
+    if not isinstance(obj, base):
+        raise ConfigError(
+            f"{key}.class", f"{cls_name} is a {type(obj).__name__}, not a {base.__name__}"
+        )
+    if isinstance(obj, ProcessingStage):
+        changes: dict[str, Any] = {}
+        if spec.get("resources") is not None:
+            res = spec["resources"]
+            _mapping(res, f"{key}.resources")
+            known = [f.name for f in dataclasses.fields(Resources)]
+            _no_unknown(res, known, f"{key}.resources")
+            try:
+                changes["resources"] = Resources(**res)
+            except ValueError as e:
+                bad = next((k for k in res if f"Resources.{k}" in str(e)), None)
+                raise ConfigError(
+                    f"{key}.resources.{bad}" if bad else f"{key}.resources", str(e)
+                ) from e
+        for name in ("name", "batch_size"):
+            if spec.get(name) is not None:
+                changes[name] = spec[name]
+        if changes:
+            try:
+                obj = obj.with_(**changes)
+            except (TypeError, ValueError) as e:
+                raise ConfigError(key, str(e)) from e
+    else:
+        for name in ("resources", "name", "batch_size"):
+            if name in spec:
+                raise ConfigError(f"{key}.{name}", "only processing stages take this")
+    return obj
+
+
+def _instantiate(cls: type, params: dict[str, Any], key: str) -> Any:
+    if dataclasses.is_dataclass(cls):
+        fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+        for name in params:
+            if name not in fields:
+                raise ConfigError(
+                    f"{key}.{name}",
+                    f"{cls.__name__} has no parameter {name!r} (parameters: "
+                    f"{', '.join(n for n in fields if n != 'resources')})",
+                )
+        for name, f in fields.items():
+            missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if missing and name not in params:
+                raise ConfigError(f"{key}.{name}", f"required by {cls.__name__}")
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # an annotation that cannot be evaluated here: skip type checks
+            hints = {}
+        for name, value in params.items():
+            hint = hints.get(name)
+            if hint is not None and not _matches(value, hint):
+                raise ConfigError(f"{key}.{name}", f"expected {_hint_name(hint)}, got {value!r}")
+    try:
+        return cls(**params)
+    except (TypeError, ValueError) as e:
+        msg = str(e)
+        bad = next(
+            (n for n in params if f"'{n}'" in msg or f"{n} " in msg or msg.startswith(n)), None
+        )
+        raise ConfigError(f"{key}.{bad}" if bad else key, msg) from e
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """A small structural check of YAML values against a type hint (unknown hints pass)."""
+    if hint is Any or hint is object:
+        return True
+    if hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_matches(value, a) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    container = origin or hint
+    if container in (list, tuple, set, frozenset, Sequence):
+        if isinstance(value, str):
+            return container is Sequence and (not args or args[0] is str)
+        if not isinstance(value, (list, tuple)):
+            return False
+        if container is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return True
+        return not args or all(_matches(v, args[0]) for v in value)
+    if container in (dict, Mapping):
+        return isinstance(value, Mapping)
+    if container is os.PathLike:
+        return isinstance(value, str)
+    return True
+
+
+def _hint_name(hint: Any) -> str:
+    if isinstance(hint, type):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+# -- commands -----------------------------------------------------------------------------
+def _cmd_run(args: argparse.Namespace) -> int:
+    from curator_dask.executor import DaskExecutor, SequentialExecutor
+
+    run = load_run_config(args.config)
+    mode = args.execution_mode or run.execution_mode
+    print(repr(run.pipeline), file=sys.stderr)
+    if args.dry_run:
+        return 0
+    with dask.config.set(run.dask_config):
+        if args.sequential:
+            result = run.pipeline.run(SequentialExecutor(), execution_mode=mode)
+        else:
+            with client_from_args(args, base=run.cluster) as client:
+                executor = DaskExecutor(client=client, max_in_flight=run.max_in_flight)
+                result = run.pipeline.run(executor, execution_mode=mode)
+    print(result.summary())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="curator-dask",
+        description="Curate text datasets for LLM training on Dask.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = sub.add_parser(
+        "run",
+        help="run a pipeline described in a YAML file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("config", help="pipeline YAML file")
+    run.add_argument(
+        "--execution-mode",
+        choices=("streaming", "batch"),
+        help="default: the file's execution.mode, else curator.execution.mode",
+    )
+    run.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run in this process without a cluster (debugging)",
+    )
+    run.add_argument(
+        "--dry-run", action="store_true", help="check the file and print the pipeline; run nothing"
+    )
+    add_cluster_args(run)
+    run.set_defaults(func=_cmd_run)
+    for module_name in SUBCOMMAND_MODULES:
+        module = importlib.import_module(module_name)
+        module.register(sub, add_cluster_args, client_from_args)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``curator-dask``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as e:
+        where = getattr(args, "config", None)
+        print(f"curator-dask: error: {where + ': ' if where else ''}{e}", file=sys.stderr)
+        return 2
+    except AccountingError as e:
+        print(f"curator-dask: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
