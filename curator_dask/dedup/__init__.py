@@ -1,0 +1,31 @@
+"""Exact and fuzzy (MinHash + LSH) deduplication workflows."""
+
+from __future__ import annotations
+
+from curator_dask.dedup.components import connected_components
+from curator_dask.dedup.exact import ExactDeduplicationWorkflow, hash_texts
+from curator_dask.dedup.fuzzy import FuzzyDeduplicationWorkflow
+from curator_dask.dedup.lsh import band_hashes, candidate_probability, choose_bands
+from curator_dask.dedup.minhash import (
+    minhash_permutations,
+    minhash_signatures,
+    normalize_text,
+    shingle_hashes,
+)
+from curator_dask.dedup.planner import LSHPlan, plan_lsh
+
+__all__ = [
+    "ExactDeduplicationWorkflow",
+    "FuzzyDeduplicationWorkflow",
+    "LSHPlan",
+    "band_hashes",
+    "candidate_probability",
+    "choose_bands",
+    "connected_components",
+    "hash_texts",
+    "minhash_permutations",
+    "minhash_signatures",
+    "normalize_text",
+    "plan_lsh",
+    "shingle_hashes",
+]

@@ -1,0 +1,169 @@
+"""Connected components of an edge list, distributed on dask dataframes.
+
+Two paths, same result (every vertex labelled with the smallest vertex of its component):
+
+- in memory: when the edge list has at most ``curator.dedup.components-in-memory-max-edges``
+  rows it is collected and solved with :func:`scipy.sparse.csgraph.connected_components`;
+- distributed: alternating *large-star* and *small-star* rounds (Kiveris et al., "Connected
+  Components in MapReduce and Beyond", SoCC 2014), each a shuffle of the edges on their first
+  vertex and a per-partition pandas reduction, until the edge set stops changing. At the fixed
+  point every edge joins a vertex to its component's minimum. Each round's edges are written to
+  Parquet, so memory is bounded by a shuffle, never the whole graph on one machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from curator_dask import config
+from curator_dask.dedup._common import shuffle_method
+
+
+def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
+    """Label the vertices of edges ``(u, v)`` with their component's smallest vertex."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    u = np.asarray(u, dtype=np.int64)
+    v = np.asarray(v, dtype=np.int64)
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    n = len(nodes)
+    if n == 0:
+        return pd.DataFrame({"uid": np.zeros(0, np.int64), "label": np.zeros(0, np.int64)})
+    m = len(u)
+    graph = sp.coo_matrix((np.ones(m, dtype=np.int8), (inv[:m], inv[m:])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    # nodes are sorted, so the first node of each component is its minimum
+    first = np.full(comp.max() + 1, -1, dtype=np.int64)
+    order = np.arange(n)[::-1]
+    first[comp[order]] = order
+    return pd.DataFrame({"uid": nodes, "label": nodes[first[comp]]})
+
+
+def _large_star(part: pd.DataFrame) -> pd.DataFrame:
+    # part holds both directions of every edge, keyed by u
+    m = np.minimum(part.groupby("u")["v"].transform("min").to_numpy(), part["u"].to_numpy())
+    keep = part["v"].to_numpy() > part["u"].to_numpy()
+    out = pd.DataFrame({"u": part["v"].to_numpy()[keep], "v": m[keep]})
+    return out[out["u"] != out["v"]].drop_duplicates()
+
+
+def _small_star(part: pd.DataFrame) -> pd.DataFrame:
+    # part holds edges oriented u > v, keyed by u
+    if not len(part):
+        return part
+    m = np.minimum(part.groupby("u")["v"].transform("min").to_numpy(), part["u"].to_numpy())
+    out = pd.concat(
+        [
+            pd.DataFrame({"u": part["v"].to_numpy(), "v": m}),
+            pd.DataFrame({"u": part["u"].to_numpy(), "v": m}),
+        ],
+        ignore_index=True,
+    )
+    return out[out["u"] != out["v"]].drop_duplicates()
+
+
+def _both_directions(part: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat(
+        [part, pd.DataFrame({"u": part["v"].to_numpy(), "v": part["u"].to_numpy()})],
+        ignore_index=True,
+    )
+
+
+def _oriented(part: pd.DataFrame) -> pd.DataFrame:
+    u, v = part["u"].to_numpy(), part["v"].to_numpy()
+    return pd.DataFrame({"u": np.maximum(u, v), "v": np.minimum(u, v)})
+
+
+def _checksum(part: pd.DataFrame) -> pd.DataFrame:
+    from curator_dask.dedup.minhash import _fmix64_array
+
+    key = part["u"].to_numpy(np.int64) * 0x9E3779B1 + part["v"].to_numpy(np.int64)
+    h = _fmix64_array(key).view(np.int64)
+    return pd.DataFrame({"n": [len(part)], "s": [int(np.bitwise_xor.reduce(h)) if len(h) else 0]})
+
+
+_EDGE_META = pd.DataFrame({"u": pd.Series([], dtype="int64"), "v": pd.Series([], dtype="int64")})
+
+
+def components_distributed(
+    edges: Any, work_dir: str, max_rounds: int = 100, client: Any = None
+) -> dd.DataFrame:
+    """Large-star / small-star connected components; returns a lazy ``uid, label`` frame.
+
+    ``edges`` is a dask dataframe with int64 columns ``u, v``. Each round's edges are
+    written under ``work_dir`` (removed on success except the final labels).
+    """
+    method = shuffle_method(client)
+    npart = max(1, edges.npartitions)
+    cur = edges[["u", "v"]].map_partitions(_oriented, meta=_EDGE_META)
+    prev: tuple[int, int] | None = None
+    for rnd in range(max_rounds):
+        ls = (
+            cur.map_partitions(_both_directions, meta=_EDGE_META)
+            .shuffle(on="u", npartitions=npart, method=method)
+            .map_partitions(_large_star, meta=_EDGE_META)
+        )
+        ss = (
+            ls.map_partitions(_oriented, meta=_EDGE_META)
+            .shuffle(on="u", npartitions=npart, method=method)
+            .map_partitions(_small_star, meta=_EDGE_META)
+        )
+        # canonical edge set: de-duplicate across partitions before the checksum
+        ss = ss.shuffle(on=["u", "v"], npartitions=npart, method=method).map_partitions(
+            lambda p: p.drop_duplicates(), meta=_EDGE_META
+        )
+        out = os.path.join(work_dir, f"round-{rnd:03d}")
+        ss.to_parquet(out, write_index=False, overwrite=True)
+        cur = dd.read_parquet(out)
+        sums = cur.map_partitions(_checksum, meta=pd.DataFrame({"n": [0], "s": [0]})).compute()
+        state = (int(sums["n"].sum()), int(np.bitwise_xor.reduce(sums["s"].to_numpy())))
+        if rnd:
+            shutil.rmtree(os.path.join(work_dir, f"round-{rnd - 1:03d}"), ignore_errors=True)
+        if state == prev:
+            break
+        prev = state
+    else:  # pragma: no cover - needs a pathological graph
+        raise RuntimeError(f"connected components did not converge in {max_rounds} rounds")
+
+    def _labels(part: pd.DataFrame) -> pd.DataFrame:
+        roots = pd.DataFrame({"uid": part["v"].to_numpy(), "label": part["v"].to_numpy()})
+        kids = part.rename(columns={"u": "uid", "v": "label"})
+        return pd.concat([kids, roots], ignore_index=True)
+
+    meta = pd.DataFrame(
+        {"uid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")}
+    )
+    labels = cur.map_partitions(_labels, meta=meta)
+    # a vertex can be a root in several partitions: keep its smallest label, once
+    return labels.shuffle(on="uid", npartitions=npart, method=method).map_partitions(
+        lambda p: p.groupby("uid", as_index=False)["label"].min(), meta=meta
+    )
+
+
+def connected_components(
+    edges: Any, work_dir: str, client: Any = None, max_in_memory_edges: int | None = None
+) -> dd.DataFrame:
+    """Connected components of ``edges`` (dask dataframe ``u, v``): lazy ``uid, label``.
+
+    Small edge lists (``<= max_in_memory_edges``, default from
+    ``curator.dedup.components-in-memory-max-edges``) are solved in memory with scipy,
+    larger ones with :func:`components_distributed`.
+    """
+    limit = (
+        max_in_memory_edges
+        if max_in_memory_edges is not None
+        else int(config.get("dedup.components-in-memory-max-edges", 10_000_000))
+    )
+    n_edges = int(dask.compute(edges.shape[0])[0]) if limit > 0 else limit + 1
+    if n_edges <= limit:
+        e = edges[["u", "v"]].compute()
+        return dd.from_pandas(components_in_memory(e["u"], e["v"]), npartitions=1)
+    return components_distributed(edges, work_dir, client=client)

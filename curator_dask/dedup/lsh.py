@@ -1,0 +1,244 @@
+"""Locality-sensitive hashing of MinHash signatures: the vocabulary and the maths.
+
+A signature of ``num_bands * minhashes_per_band`` MinHash values is cut into ``num_bands``
+bands of ``minhashes_per_band`` consecutive values. Two documents become *candidates* when all
+values of at least one band are equal. If the Jaccard similarity of their shingle sets is
+``s``, one MinHash value agrees with probability ``s``, one band agrees with probability
+``s**r`` and
+
+    P(candidate) = 1 - (1 - s^r)^b
+
+with ``b = num_bands`` and ``r = minhashes_per_band``: an S-curve whose steep part sits near
+``(1/b)**(1/r)``. The defaults ``b=20, r=13`` put it near 0.79: a pair at ``s=0.8`` is a
+candidate with probability 0.68, ``s=0.85`` -> 0.92, ``s=0.9`` -> 0.997, ``s=0.5`` -> 0.0024.
+With ``false_positive_check`` the false candidates cost only verification time, so a curve
+shifted left keeps recall at the threshold: ``b=30, r=8`` gives ``s=0.8`` -> 0.996,
+``s=0.7`` -> 0.83, ``s=0.5`` -> 0.11.
+
+``num_bands``
+    Bands per signature (``b``). More bands: higher recall, more false candidates.
+``minhashes_per_band``
+    MinHash values per band (``r``). More rows: fewer false candidates, lower recall.
+``bands_per_iteration``
+    How many bands are bucketed (shuffled) together in one pass of the LSH step. It changes
+    only peak memory and the number of passes, never the result: the edges of all band
+    groups are united before connected components. Chosen by :mod:`.planner` by default.
+
+Each band value is hashed, with its band index, into one 64-bit *bucket*; documents with equal
+buckets in a band fall in the same bucket. A bucket with ``k >= 2`` members becomes ``k - 1``
+edges as a *star* around its anchor (the smallest document number), not ``k(k-1)/2`` pairs.
+
+Examples
+--------
+>>> round(candidate_probability(0.8, num_bands=20, minhashes_per_band=13), 3)
+0.677
+>>> choose_bands(0.8, num_hashes=128)
+(9, 13)
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pandas as pd
+
+from curator_dask.dedup.minhash import POLY, _fmix64, jaccard_sorted
+
+_SEP = np.uint64(0x632BE59BD9B4E019)
+
+
+def candidate_probability(s: float, num_bands: int, minhashes_per_band: int) -> float:
+    """Return ``1 - (1 - s**r)**b``: the chance that a pair of Jaccard ``s`` is a candidate."""
+    return float(1.0 - (1.0 - s**minhashes_per_band) ** num_bands)
+
+
+def _integrate(f, a: float, b: float, n: int = 200) -> float:
+    x = np.linspace(a, b, n)
+    y = np.array([f(v) for v in x])
+    return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2.0)
+
+
+def choose_bands(
+    threshold: float,
+    num_hashes: int,
+    false_positive_weight: float = 0.5,
+    false_negative_weight: float = 0.5,
+) -> tuple[int, int]:
+    """Choose ``(num_bands, minhashes_per_band)`` for a Jaccard threshold.
+
+    Minimises ``wfp * FP + wfn * FN`` with ``b * r <= num_hashes``, where ``FP`` is the area
+    under ``P(candidate)`` below the threshold and ``FN`` the area above it of
+    ``1 - P(candidate)``.
+    """
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+    best: tuple[float, int, int] | None = None
+    for b in range(1, num_hashes + 1):
+        for r in range(1, num_hashes // b + 1):
+            fp = _integrate(lambda s, b=b, r=r: candidate_probability(s, b, r), 0.0, threshold)
+            fn = _integrate(
+                lambda s, b=b, r=r: 1.0 - candidate_probability(s, b, r), threshold, 1.0
+            )
+            err = false_positive_weight * fp + false_negative_weight * fn
+            if best is None or err < best[0] - 1e-12:
+                best = (err, b, r)
+    assert best is not None
+    return best[1], best[2]
+
+
+@numba.njit(nogil=True, cache=True)
+def _band_hashes(sig, num_bands, rows, first_band):  # pragma: no cover - compiled
+    n = sig.shape[0]
+    out = np.empty((n, num_bands), dtype=np.uint64)
+    for i in range(n):
+        for k in range(num_bands):
+            band = first_band + k
+            acc = _fmix64(np.uint64(band + 1) * _SEP)
+            for j in range(band * rows, (band + 1) * rows):
+                acc = (acc ^ np.uint64(sig[i, j])) * POLY
+            out[i, k] = _fmix64(acc)
+    return out
+
+
+def band_hashes(
+    signatures: np.ndarray, num_bands: int, minhashes_per_band: int, first_band: int = 0
+) -> np.ndarray:
+    """Hash bands ``first_band .. first_band + num_bands - 1`` of each signature.
+
+    Returns an ``int64`` array ``(n_docs, num_bands)``; the band index is part of the hash,
+    so buckets of different bands never coincide.
+    """
+    need = (first_band + num_bands) * minhashes_per_band
+    if signatures.shape[1] < need:
+        raise ValueError(f"signatures have {signatures.shape[1]} values, bands need {need}")
+    return _band_hashes(signatures, num_bands, minhashes_per_band, first_band).view(np.int64)
+
+
+@numba.njit(nogil=True, cache=True)
+def _member_set_hash(bucket, uid, starts, ends):  # pragma: no cover - compiled
+    out = np.empty(len(starts), dtype=np.uint64)
+    for g in range(len(starts)):
+        acc = np.uint64(0x2545F4914F6CDD1D)
+        for p in range(starts[g], ends[g]):
+            acc = (acc ^ np.uint64(uid[p])) * POLY
+        out[g] = _fmix64(acc)
+    return out
+
+
+def bucket_edges(bucket: np.ndarray, uid: np.ndarray) -> pd.DataFrame:
+    """Turn (bucket, uid) rows into star edges, one bucket after another.
+
+    Returns a frame ``bucket, anchor, uid``: for every bucket with at least two distinct
+    members, one row per member other than the anchor (the smallest uid). ``bucket`` is
+    re-labelled with a hash of the sorted member set, so that buckets with the same
+    members (the same documents falling together in several bands) can be dropped as
+    duplicates before verification.
+    """
+    bucket = np.asarray(bucket, dtype=np.int64)
+    uid = np.asarray(uid, dtype=np.int64)
+    order = np.lexsort((uid, bucket))
+    bucket, uid = bucket[order], uid[order]
+    if len(bucket):
+        keep = np.ones(len(bucket), dtype=bool)
+        keep[1:] = (bucket[1:] != bucket[:-1]) | (uid[1:] != uid[:-1])
+        bucket, uid = bucket[keep], uid[keep]
+    new = np.ones(len(bucket), dtype=bool)
+    new[1:] = bucket[1:] != bucket[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(bucket)).astype(np.int64)
+    sizes = ends - starts
+    big = sizes >= 2
+    starts, ends, sizes = starts[big], ends[big], sizes[big]
+    mhash = _member_set_hash(bucket, uid, starts, ends).view(np.int64)
+    anchors = uid[starts]
+    # members other than the anchor of each kept bucket
+    idx = np.repeat(starts, sizes - 1) + _ranges(sizes - 1) + 1
+    return pd.DataFrame(
+        {
+            "bucket": np.repeat(mhash, sizes - 1),
+            "anchor": np.repeat(anchors, sizes - 1),
+            "uid": uid[idx],
+        }
+    )
+
+
+def _ranges(counts: np.ndarray) -> np.ndarray:
+    """``[0..c0-1, 0..c1-1, ...]`` without a Python loop."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    out = np.arange(total, dtype=np.int64)
+    return out - np.repeat(ends - counts, counts)
+
+
+@numba.njit(nogil=True, cache=True)
+def _find(parent, a):  # pragma: no cover - compiled
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]
+        a = parent[a]
+    return a
+
+
+@numba.njit(nogil=True, cache=True)
+def _verify(starts, ends, sets, set_off, threshold):  # pragma: no cover - compiled
+    cap = 16
+    out_a = np.empty(cap, dtype=np.int64)
+    out_b = np.empty(cap, dtype=np.int64)
+    n_out = 0
+    n_checked = 0
+    for g in range(len(starts)):
+        s, e = starts[g], ends[g]
+        k = e - s
+        parent = np.arange(k)
+        for i in range(k):
+            a = sets[set_off[s + i] : set_off[s + i + 1]]
+            if len(a) == 0:
+                continue
+            for j in range(i + 1, k):
+                if _find(parent, i) == _find(parent, j):
+                    continue
+                b = sets[set_off[s + j] : set_off[s + j + 1]]
+                if len(b) == 0:
+                    continue
+                n_checked += 1
+                if jaccard_sorted(a, b) >= threshold:
+                    ri, rj = _find(parent, i), _find(parent, j)
+                    parent[max(ri, rj)] = min(ri, rj)
+                    if n_out == cap:
+                        cap *= 2
+                        na = np.empty(cap, dtype=np.int64)
+                        nb = np.empty(cap, dtype=np.int64)
+                        na[:n_out] = out_a[:n_out]
+                        nb[:n_out] = out_b[:n_out]
+                        out_a, out_b = na, nb
+                    out_a[n_out] = s + i
+                    out_b[n_out] = s + j
+                    n_out += 1
+    return out_a[:n_out], out_b[:n_out], n_checked
+
+
+def verify_buckets(
+    bucket: np.ndarray,
+    sets: np.ndarray,
+    set_offsets: np.ndarray,
+    threshold: float,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Verify the candidates of each bucket with the exact Jaccard of their shingle sets.
+
+    Rows must be sorted by ``bucket``; row ``i`` owns the sorted distinct shingle hashes
+    ``sets[set_offsets[i]:set_offsets[i + 1]]``. Within a bucket the pairs are visited in
+    row order and a pair already joined by verified edges is skipped (a union-find per
+    bucket), so a bucket of ``k`` true duplicates costs ``k - 1`` checks, while a bucket
+    whose anchor is a false positive still connects its other members: the verified edges
+    connect exactly what the true-similarity graph restricted to the bucket connects.
+
+    Returns the row numbers ``(a, b)`` of the verified edges and the number of checks.
+    """
+    bucket = np.asarray(bucket, dtype=np.int64)
+    new = np.ones(len(bucket), dtype=bool)
+    new[1:] = bucket[1:] != bucket[:-1]
+    starts = np.flatnonzero(new).astype(np.int64)
+    ends = np.append(starts[1:], len(bucket)).astype(np.int64)
+    a, b, n = _verify(starts, ends, sets, set_offsets, float(threshold))
+    return a, b, int(n)

@@ -1,0 +1,449 @@
+"""MinHash signatures as small pure functions over flat arrays.
+
+The pipeline from raw text to a signature is three steps, each a pure function:
+
+1. :func:`normalize_text` -- the ``"simple"`` normalisation used for word shingles:
+   Unicode NFKC, lower-case, every run of non-word characters (``[\\W_]+``) replaced by one
+   space, surrounding whitespace stripped.
+2. :func:`shingle_hashes` -- one flat ``uint64`` array of shingle hashes for a whole
+   partition plus ``offsets`` (document ``i`` owns ``hashes[offsets[i]:offsets[i + 1]]``).
+   Word shingles: each token is hashed (FNV-1a over its UTF-8 bytes), the ``n`` token hashes of
+   a shingle are combined with a polynomial rolling hash and finalised with ``fmix64``. A
+   document with fewer than ``n`` tokens gets one shingle, its whole token sequence; a
+   document without tokens gets none. Character shingles: a polynomial rolling hash over the
+   Unicode code points of every window of ``n`` characters (one shingle, the whole text, when
+   shorter). Both run in numba over the UTF-8 bytes: no per-shingle Python.
+3. :func:`minhash_signatures` -- for every document the minimum, over its shingles, of
+   ``num_hashes`` hash functions. 32-bit (default): ``h_j(x) = (a_j * x + b_j) >> 32`` with
+   ``x`` the 32-bit fold of the shingle hash and random 64-bit ``a_j, b_j`` (multiply-add-shift,
+   a 2-independent family). 64-bit: ``h_j(x) = fmix64(x ^ s_j)``. A document without shingles
+   gets the all-``max`` signature and is never a candidate (see :mod:`.lsh`).
+
+ASCII documents are normalised inside the numba tokenizer (NFKC is the identity on ASCII);
+only documents with non-ASCII bytes go through Python's :mod:`unicodedata` and :mod:`re`, so
+the result equals the reference normalisation exactly.
+
+Examples
+--------
+>>> import pandas as pd
+>>> text = pd.Series(["The quick brown fox jumps", "the QUICK brown fox, jumps!"])
+>>> hashes, offsets = shingle_hashes(text, ngram=3, kind="word")
+>>> offsets.tolist()
+[0, 3, 6]
+>>> sig = minhash_signatures(hashes, offsets, minhash_permutations(8, seed=1))
+>>> bool((sig[0] == sig[1]).all())
+True
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Literal
+
+import numba
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+_NONWORD = re.compile(r"[\W_]+")
+
+FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+FNV_PRIME = np.uint64(0x100000001B3)
+POLY = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the rolling hashes
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_S33 = np.uint64(33)
+_S32 = np.uint64(32)
+U32_MAX = np.uint32(0xFFFFFFFF)
+U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+ShingleKind = Literal["word", "char"]
+
+
+def normalize_text(text: pd.Series) -> pd.Series:
+    """Return the ``"simple"`` normalisation of every document.
+
+    NFKC, lower-case, ``[\\W_]+`` -> one space, stripped (so whitespace is collapsed).
+
+    Examples
+    --------
+    >>> normalize_text(pd.Series(["\uff28ello,  WORLD_x!"])).tolist()
+    ['hello world x']
+    """
+    return pd.Series(
+        [_normalize_one(t) for t in text.astype(object).fillna("")],
+        index=text.index,
+        dtype=object,
+    )
+
+
+def _normalize_one(t: str) -> str:
+    return _NONWORD.sub(" ", unicodedata.normalize("NFKC", t).lower()).strip()
+
+
+def utf8_buffers(text: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(data, offsets)``: the UTF-8 bytes of all documents and int64 offsets.
+
+    Null documents are empty. Zero-copy for Arrow-backed strings apart from the offsets.
+    """
+    if isinstance(text, pd.Series):
+        arr = pa.array(text.astype(object) if text.dtype == object else text, from_pandas=True)
+    else:
+        arr = pa.array(text, type=pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    arr = arr.cast(pa.large_string())
+    if arr.null_count:
+        arr = arr.fill_null("")
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = (
+        np.frombuffer(bufs[2], dtype=np.uint8)
+        if bufs[2] is not None
+        else np.zeros(0, dtype=np.uint8)
+    )
+    return data, offsets
+
+
+@numba.njit(nogil=True, cache=True)
+def _non_ascii(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    n = len(offsets) - 1
+    out = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        for p in range(offsets[i], offsets[i + 1]):
+            if data[p] >= 128:
+                out[i] = True
+                break
+    return out
+
+
+@numba.njit(inline="always")
+def _fmix64(k: np.uint64) -> np.uint64:
+    k ^= k >> _S33
+    k *= _M1
+    k ^= k >> _S33
+    k *= _M2
+    k ^= k >> _S33
+    return k
+
+
+@numba.njit(nogil=True, cache=True)
+def _word_shingles(data, offsets, ngram):  # pragma: no cover - compiled
+    n_docs = len(offsets) - 1
+    # upper bound: one token per two bytes, so one shingle per two bytes (+1 for short docs)
+    out_off = np.zeros(n_docs + 1, dtype=np.int64)
+    cap = 16
+    for i in range(n_docs):
+        cap += (offsets[i + 1] - offsets[i]) // 2 + 1
+    out = np.empty(cap, dtype=np.uint64)
+    tok = np.empty(0, dtype=np.uint64)
+    pos = 0
+    for i in range(n_docs):
+        start, end = offsets[i], offsets[i + 1]
+        max_tok = (end - start) // 2 + 1
+        if len(tok) < max_tok:
+            tok = np.empty(max_tok * 2, dtype=np.uint64)
+        nt = 0
+        h = FNV_OFFSET
+        in_tok = False
+        for p in range(start, end):
+            c = data[p]
+            if (c >= 97 and c <= 122) or (c >= 48 and c <= 57) or c >= 128:
+                in_tok = True
+                h = (h ^ np.uint64(c)) * FNV_PRIME
+            elif c >= 65 and c <= 90:
+                in_tok = True
+                h = (h ^ np.uint64(c + 32)) * FNV_PRIME
+            elif in_tok:
+                tok[nt] = h
+                nt += 1
+                h = FNV_OFFSET
+                in_tok = False
+        if in_tok:
+            tok[nt] = h
+            nt += 1
+        if nt == 0:
+            out_off[i + 1] = pos
+            continue
+        if nt < ngram:
+            acc = np.uint64(0)
+            for t in range(nt):
+                acc = acc * POLY + tok[t]
+            out[pos] = _fmix64(acc)
+            pos += 1
+        else:
+            # rolling: S = sum tok[i+j] * POLY^(ngram-1-j)
+            top = np.uint64(1)
+            for _ in range(ngram - 1):
+                top *= POLY
+            acc = np.uint64(0)
+            for t in range(ngram):
+                acc = acc * POLY + tok[t]
+            out[pos] = _fmix64(acc)
+            pos += 1
+            for t in range(ngram, nt):
+                acc = (acc - tok[t - ngram] * top) * POLY + tok[t]
+                out[pos] = _fmix64(acc)
+                pos += 1
+        out_off[i + 1] = pos
+    return out[:pos], out_off
+
+
+@numba.njit(nogil=True, cache=True)
+def _char_shingles(data, offsets, ngram):  # pragma: no cover - compiled
+    n_docs = len(offsets) - 1
+    out_off = np.zeros(n_docs + 1, dtype=np.int64)
+    cap = 16
+    for i in range(n_docs):
+        cap += offsets[i + 1] - offsets[i] + 1
+    out = np.empty(cap, dtype=np.uint64)
+    cps = np.empty(0, dtype=np.uint64)
+    top = np.uint64(1)
+    for _ in range(ngram - 1):
+        top *= POLY
+    pos = 0
+    for i in range(n_docs):
+        start, end = offsets[i], offsets[i + 1]
+        if len(cps) < end - start:
+            cps = np.empty((end - start) * 2, dtype=np.uint64)
+        # decode UTF-8 to code points
+        nc = 0
+        p = start
+        while p < end:
+            c = np.uint64(data[p])
+            if c < 0x80:
+                cp, k = c, 0
+            elif c < 0xE0:
+                cp, k = c & np.uint64(0x1F), 1
+            elif c < 0xF0:
+                cp, k = c & np.uint64(0x0F), 2
+            else:
+                cp, k = c & np.uint64(0x07), 3
+            p += 1
+            for _ in range(k):
+                if p < end:
+                    cp = (cp << np.uint64(6)) | (np.uint64(data[p]) & np.uint64(0x3F))
+                    p += 1
+            cps[nc] = cp + np.uint64(1)
+            nc += 1
+        if nc == 0:
+            out_off[i + 1] = pos
+            continue
+        m = ngram if nc >= ngram else nc
+        acc = np.uint64(0)
+        for t in range(m):
+            acc = acc * POLY + cps[t]
+        out[pos] = _fmix64(acc)
+        pos += 1
+        for t in range(ngram, nc):
+            acc = (acc - cps[t - ngram] * top) * POLY + cps[t]
+            out[pos] = _fmix64(acc)
+            pos += 1
+        out_off[i + 1] = pos
+    return out[:pos], out_off
+
+
+def prepare_text(text: pd.Series, normalization: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return the UTF-8 buffers to shingle: ``"simple"`` normalises non-ASCII docs in Python.
+
+    ASCII documents are left as they are; the numba word tokenizer lower-cases them and
+    splits on ``[^a-z0-9]`` bytes, which equals the ``"simple"`` normalisation on ASCII.
+    """
+    data, offsets = utf8_buffers(text)
+    if normalization == "none":
+        return data, offsets
+    if normalization != "simple":
+        raise ValueError(f"normalization must be 'simple' or 'none', got {normalization!r}")
+    mask = _non_ascii(data, offsets)
+    if not mask.any():
+        return data, offsets
+    values = text.astype(object).fillna("").to_numpy(copy=True)
+    values[mask] = [_normalize_one(t) for t in values[mask]]
+    return utf8_buffers(pd.Series(values, dtype=object))
+
+
+def shingle_hashes(
+    text: pd.Series,
+    ngram: int,
+    kind: ShingleKind = "word",
+    normalization: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hash the shingles of every document of a partition into one flat array.
+
+    Parameters
+    ----------
+    text : pandas.Series
+        The documents.
+    ngram : int
+        Shingle length in tokens (``kind="word"``) or characters (``kind="char"``).
+    kind : {"word", "char"}
+        Word n-grams (after normalisation) or character n-grams.
+    normalization : {"simple", "none"}, optional
+        Default ``"simple"`` for words, ``"none"`` (raw text) for characters. Word
+        tokenisation always lower-cases ASCII and splits on non-alphanumeric ASCII bytes.
+
+    Returns
+    -------
+    hashes : numpy.ndarray of uint64
+        The shingle hashes, document after document (duplicates within a document kept).
+    offsets : numpy.ndarray of int64
+        ``len(text) + 1`` offsets into ``hashes``.
+    """
+    if ngram < 1:
+        raise ValueError(f"ngram must be >= 1, got {ngram}")
+    if kind == "word":
+        data, offsets = prepare_text(text, normalization or "simple")
+        return _word_shingles(data, offsets, ngram)
+    if kind == "char":
+        norm = normalization or "none"
+        if norm == "simple":
+            text = normalize_text(text)
+        elif norm != "none":
+            raise ValueError(f"normalization must be 'simple' or 'none', got {norm!r}")
+        data, offsets = utf8_buffers(text)
+        return _char_shingles(data, offsets, ngram)
+    raise ValueError(f"kind must be 'word' or 'char', got {kind!r}")
+
+
+def minhash_permutations(
+    num_hashes: int, seed: int = 42, use_64_bit_hash: bool = False
+) -> np.ndarray:
+    """Return the parameters of ``num_hashes`` hash functions, shape ``(2, num_hashes)``.
+
+    Row 0 holds ``a_j`` (forced odd), row 1 ``b_j``; for 64-bit hashing only row 1 (the
+    seeds ``s_j``) is used. Deterministic in ``seed``.
+    """
+    if num_hashes < 1:
+        raise ValueError(f"num_hashes must be >= 1, got {num_hashes}")
+    rng = np.random.default_rng([seed, 64 if use_64_bit_hash else 32])
+    ab = rng.integers(0, 2**64 - 1, size=(2, num_hashes), dtype=np.uint64, endpoint=True)
+    ab[0] |= np.uint64(1)
+    return ab
+
+
+@numba.njit(nogil=True, cache=True)
+def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
+    n_docs = len(offsets) - 1
+    k = len(a)
+    sig = np.full((n_docs, k), U32_MAX, dtype=np.uint32)
+    buf = np.empty(k, dtype=np.uint64)
+    for i in range(n_docs):
+        for j in range(k):
+            buf[j] = U64_MAX
+        for p in range(offsets[i], offsets[i + 1]):
+            h = hashes[p]
+            x = (h ^ (h >> _S32)) & np.uint64(0xFFFFFFFF)
+            for j in range(k):
+                v = (a[j] * x + b[j]) >> _S32
+                if v < buf[j]:
+                    buf[j] = v
+        if offsets[i + 1] > offsets[i]:
+            for j in range(k):
+                sig[i, j] = np.uint32(buf[j])
+    return sig
+
+
+@numba.njit(nogil=True, cache=True)
+def _minhash64(hashes, offsets, s):  # pragma: no cover - compiled
+    n_docs = len(offsets) - 1
+    k = len(s)
+    sig = np.full((n_docs, k), U64_MAX, dtype=np.uint64)
+    buf = np.empty(k, dtype=np.uint64)
+    for i in range(n_docs):
+        for j in range(k):
+            buf[j] = U64_MAX
+        for p in range(offsets[i], offsets[i + 1]):
+            h = hashes[p]
+            for j in range(k):
+                v = _fmix64(h ^ s[j])
+                if v < buf[j]:
+                    buf[j] = v
+        for j in range(k):
+            sig[i, j] = buf[j]
+    return sig
+
+
+def minhash_signatures(
+    hashes: Any, offsets: Any, permutations: Any, use_64_bit_hash: bool = False
+) -> Any:
+    """Return the MinHash signature matrix, shape ``(n_docs, num_hashes)``.
+
+    ``uint32`` (default) or ``uint64``; a document without shingles gets all-``max``.
+    Dispatches on the array module: numpy arrays run the numba kernel, cupy arrays a
+    CUDA kernel with the same arithmetic (equal results).
+    """
+    from curator_dask._backend import array_module
+
+    xp = array_module(hashes)
+    if xp is not np:
+        from curator_dask.dedup._gpu import minhash_signatures_gpu
+
+        return minhash_signatures_gpu(hashes, offsets, permutations, use_64_bit_hash)
+    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    perms = np.ascontiguousarray(permutations, dtype=np.uint64)
+    if use_64_bit_hash:
+        return _minhash64(hashes, offsets, perms[1].copy())
+    return _minhash32(hashes, offsets, perms[0].copy(), perms[1].copy())
+
+
+def signatures_from_text(
+    text: pd.Series,
+    num_hashes: int,
+    ngram: int,
+    kind: ShingleKind = "word",
+    seed: int = 42,
+    use_64_bit_hash: bool = False,
+    normalization: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Signatures of a partition's documents, and each document's shingle count."""
+    hashes, offsets = shingle_hashes(text, ngram, kind, normalization)
+    perms = minhash_permutations(num_hashes, seed, use_64_bit_hash)
+    return minhash_signatures(hashes, offsets, perms, use_64_bit_hash), np.diff(offsets)
+
+
+def unique_shingles(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort and de-duplicate each document's shingle hashes (for exact Jaccard)."""
+    return _unique_per_doc(np.ascontiguousarray(hashes), np.ascontiguousarray(offsets))
+
+
+@numba.njit(nogil=True, cache=True)
+def _unique_per_doc(hashes, offsets):  # pragma: no cover - compiled
+    n = len(offsets) - 1
+    out = np.empty_like(hashes)
+    out_off = np.zeros(n + 1, dtype=np.int64)
+    pos = 0
+    for i in range(n):
+        seg = np.sort(hashes[offsets[i] : offsets[i + 1]])
+        for k in range(len(seg)):
+            if k == 0 or seg[k] != seg[k - 1]:
+                out[pos] = seg[k]
+                pos += 1
+        out_off[i + 1] = pos
+    return out[:pos], out_off
+
+
+@numba.njit(nogil=True, cache=True)
+def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:  # pragma: no cover - compiled
+    """Exact Jaccard of two sorted arrays of distinct values."""
+    i = j = inter = 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            inter += 1
+            i += 1
+            j += 1
+        elif a[i] < b[j]:
+            i += 1
+        else:
+            j += 1
+    union = len(a) + len(b) - inter
+    return inter / union if union else 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def _fmix64_array(x):  # pragma: no cover - compiled
+    out = np.empty(len(x), dtype=np.uint64)
+    for i in range(len(x)):
+        out[i] = _fmix64(np.uint64(x[i]))
+    return out
