@@ -236,16 +236,20 @@ def _cpu_cluster(config: ClusterConfig) -> Any:
 
     n_workers, threads = config.sized()
     security = config.security_object()
+    network: dict[str, Any] = {"host": config.host}
+    if security is not None:
+        network["protocol"] = "tls://"
+    elif not config.processes:
+        network = {}  # threads in this process talk in-process: no host to listen on
     return LocalCluster(
         n_workers=n_workers,
         threads_per_worker=threads,
         processes=config.processes,
         memory_limit=config.memory_limit,
-        host=config.host,
         dashboard_address=config.dashboard_address,
         security=security,
-        protocol="tls://" if security is not None else None,
         resources={"CPU": threads},
+        **network,
         **config.worker_kwargs(),
     )
 

@@ -2,7 +2,8 @@
 
 If the monitoring package provides them (in ``curator_dask.monitoring.hooks`` or the
 package itself), the executor calls ``on_run_start(client,
-run_dir)`` before the first task and ``on_run_end(result)`` after the run. A failing hook is
+run_dir)`` before the first task, ``on_run_end(result)`` after the run and, if it exists,
+``on_run_failed(run_dir)`` when the run raised. A failing hook is
 logged and never fails the run.
 """
 
@@ -45,3 +46,13 @@ def run_end(result: Any) -> None:
             fn(result)
         except Exception:
             logger.exception("monitoring hook on_run_end failed")
+
+
+def run_failed(run_dir: str) -> None:
+    """Call the monitoring failure hook, if there is one (stops a sampler left running)."""
+    fn = _hook("on_run_failed")
+    if fn is not None:
+        try:
+            fn(run_dir)
+        except Exception:
+            logger.exception("monitoring hook on_run_failed failed")

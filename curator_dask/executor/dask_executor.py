@@ -131,6 +131,9 @@ class DaskExecutor(Executor):
             _hooks.run_start(client, plan.output)
             try:
                 yield client
+            except BaseException:
+                _hooks.run_failed(plan.output)
+                raise
             finally:
                 try:
                     client.run(teardown_all, on_error="ignore")
