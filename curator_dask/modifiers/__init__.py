@@ -1,0 +1,20 @@
+"""Document modifiers: subclass :class:`Modifier` and implement ``modify(text)``."""
+
+from __future__ import annotations
+
+from curator_dask.modifiers.lines import C4LineModifier, LineRemover
+from curator_dask.modifiers.normalizers import (
+    MojibakeFixer,
+    UnicodeNormalizer,
+    WhitespaceNormalizer,
+)
+from curator_dask.stage import Modifier
+
+__all__ = [
+    "C4LineModifier",
+    "LineRemover",
+    "Modifier",
+    "MojibakeFixer",
+    "UnicodeNormalizer",
+    "WhitespaceNormalizer",
+]
