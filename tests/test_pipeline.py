@@ -445,3 +445,31 @@ def test_progress_line_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert f"test {N_PARTS}/{N_PARTS} partitions" in err
     assert "docs read" in err
+
+
+def test_real_stages_on_the_sample_match_pandas(tmp_path: Path, sample_records: list) -> None:
+    from curator_dask.filters import RepeatedLinesFilter, SymbolsToWordsFilter, WordCountFilter
+    from curator_dask.modifiers import UnicodeNormalizer, WhitespaceNormalizer
+
+    frame = pd.DataFrame(sample_records[:400])[["id", "text", "source"]]
+    stages = [
+        UnicodeNormalizer(form="NFKC"),
+        WhitespaceNormalizer(),
+        WordCountFilter(min_words=80),
+        SymbolsToWordsFilter(),
+        RepeatedLinesFilter(),
+    ]
+    # The pandas result: each stage on the whole frame, one after another.
+    want, removed = frame, []
+    for stage in stages:
+        out = stage.process(want)
+        removed.append(len(want) - len(out))
+        want = out
+
+    reader = MemoryReader(frame, n_partitions=5, bad_per_partition=0)
+    writer = ParquetDirWriter(str(tmp_path / "out"))
+    result = Pipeline("sample", [reader, *stages, writer]).run(SequentialExecutor(progress=False))
+    pd.testing.assert_frame_equal(read_output(tmp_path / "out"), want)
+    assert [s.removed for s in result.stages[1:-1]] == removed
+    assert sum(removed) > 0  # the filters did something
+    assert (result.read, result.kept) == (400, len(want))
