@@ -473,3 +473,12 @@ def test_real_stages_on_the_sample_match_pandas(tmp_path: Path, sample_records: 
     assert [s.removed for s in result.stages[1:-1]] == removed
     assert sum(removed) > 0  # the filters did something
     assert (result.read, result.kept) == (400, len(want))
+
+
+def test_a_finished_run_needs_no_cluster_to_resume(tmp_path: Path) -> None:
+    _, p = build(tmp_path, resume=True)
+    first = p.run(SequentialExecutor(progress=False))
+    # Nothing listens there: connecting would fail, so nothing may try.
+    result = p.run(DaskExecutor(address="tcp://127.0.0.1:9", progress=False))
+    assert result.partitions_skipped == N_PARTS
+    assert (result.read, result.kept) == (first.read, first.kept)

@@ -203,43 +203,55 @@ class Executor:
 
     def execute(self, pipeline: Pipeline, execution_mode: str | None = None) -> PipelineResult:
         """Run ``pipeline`` and return its :class:`~curator_dask.pipeline.PipelineResult`."""
-        from curator_dask.pipeline import PipelineResult
-
         t0 = time.perf_counter()
         mode = execution_mode or _config.get("execution.mode", "streaming")
         plan = make_plan(pipeline, mode)
         plan.writer.begin()
         done = done_records(plan)
         todo = [s for s in plan.specs if s.index not in done]
-        with self._session(plan) as session:
-            if todo:
+        if not todo:  # everything was written before: no cluster needed
+            result = self._summarise(plan, done, [], t0)
+        else:
+            with self._session(plan) as session:
                 if mode == "streaming":
                     new = self._run_streaming(session, plan, todo)
                 else:
                     new = self._run_batch(session, plan, todo)
-            else:
-                new = []
-            records = {**done, **{r["index"]: r for r in new}}
-            result = PipelineResult.from_records(
-                pipeline.name,
-                records.values(),
-                wall_seconds=time.perf_counter() - t0,
-                output_path=plan.output,
-                partitions_skipped=len(done),
-                execution_mode=mode,
-            )
-            fs, root = _tasks._fs(plan.output, plan.storage_options)
-            result.stats_path = _tasks._join(plan.output, "_stats.json")
-            _tasks.write_bytes_atomic(
-                fs, _tasks._join(root, "_stats.json"), result.to_json().encode("utf-8")
-            )
-            self._on_run_end(session, result)
+                result = self._summarise(plan, done, new, t0)
+                self._on_run_end(session, result)
         result.check()
         plan.writer.finish(result.to_dict())
         if mode == "batch" and not _config.get("execution.keep-work", False):
+            fs, root = _tasks._fs(plan.output, plan.storage_options)
             work = _tasks._join(root, _tasks.WORK_DIR)
             if fs.exists(work):
                 fs.rm(work, recursive=True)
+        return result
+
+    def _summarise(
+        self,
+        plan: RunPlan,
+        done: dict[int, dict[str, Any]],
+        new: list[dict[str, Any]],
+        t0: float,
+    ) -> PipelineResult:
+        """Sum the records of skipped and new partitions; write ``_stats.json``."""
+        from curator_dask.pipeline import PipelineResult
+
+        records = {**done, **{r["index"]: r for r in new}}
+        result = PipelineResult.from_records(
+            plan.pipeline.name,
+            records.values(),
+            wall_seconds=time.perf_counter() - t0,
+            output_path=plan.output,
+            partitions_skipped=len(done),
+            execution_mode=plan.mode,
+        )
+        fs, root = _tasks._fs(plan.output, plan.storage_options)
+        result.stats_path = _tasks._join(plan.output, "_stats.json")
+        _tasks.write_bytes_atomic(
+            fs, _tasks._join(root, "_stats.json"), result.to_json().encode("utf-8")
+        )
         return result
 
     # -- what subclasses provide ------------------------------------------------------
