@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+import pandas as pd
+import pytest
+
+from curator_dask.dedup import cli
+from curator_dask.dedup.planner import estimate_peak, plan_lsh
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+
+    def add_cluster_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--scheduler-address", default=None)
+
+    @contextlib.contextmanager
+    def client_from_args(args):
+        yield None
+
+    cli.register(sub, add_cluster_args, client_from_args)
+    return parser
+
+
+def test_exact_dedup_command(tmp_path, sample_path, capsys):
+    args = _parser().parse_args(["exact-dedup", str(sample_path), "--output", str(tmp_path)])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "documents read: 4000" in out
+    assert "removed: 399" in out
+    assert len(pd.read_parquet(tmp_path / "removed_ids")) == 399
+
+
+def test_fuzzy_dedup_command(tmp_path, sample_path, capsys):
+    args = _parser().parse_args(
+        [
+            "fuzzy-dedup",
+            str(sample_path),
+            "--output",
+            str(tmp_path / "o"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--word-ngrams",
+            "5",
+            "--num-bands",
+            "30",
+            "--minhashes-per-band",
+            "8",
+            "--false-positive-check",
+            "--keep",
+            "longest",
+        ]
+    )
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "documents read: 4000" in out
+    assert 500 <= len(pd.read_parquet(tmp_path / "o" / "removed_ids")) <= 560
+
+
+def test_ngram_flags_are_exclusive():
+    with pytest.raises(SystemExit):
+        _parser().parse_args(
+            [
+                "fuzzy-dedup",
+                "x",
+                "--output",
+                "o",
+                "--cache-dir",
+                "c",
+                "--char-ngrams",
+                "5",
+                "--word-ngrams",
+                "5",
+            ]
+        )
+
+
+def test_planner_fits_the_budget():
+    gib = 2**30
+    small = plan_lsh(1_000, num_bands=20, n_workers=2, worker_memory=4 * gib)
+    assert small.bands_per_iteration == 20
+    assert small.num_band_groups == 1
+    big = plan_lsh(
+        50_000_000, num_bands=20, n_workers=2, worker_memory=8 * gib, memory_fraction=0.5
+    )
+    assert 1 <= big.bands_per_iteration < 20
+    assert big.estimated_peak_per_worker <= big.budget_per_worker
+    assert estimate_peak(10**6, 2) > estimate_peak(10**6, 1)
+    # more workers share the load
+    assert plan_lsh(50_000_000, 20, 8, 8 * gib).bands_per_iteration > big.bands_per_iteration
