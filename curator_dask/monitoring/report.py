@@ -133,7 +133,7 @@ def render_report_html(
 ) -> str:
     """Return the report page as a string (see :func:`write_run_report`)."""
     stages = [_stage_row(s) for s in stats.get("stages", [])]
-    name = str(stats.get("pipeline") or "pipeline run")
+    name = _run_name(stats)
     sections = [_summary(stats, stages, timeline, run_dir)]
     if stages:
         charts = _charts.render(_funnel(stages), engine) + _charts.render(_times(stages), engine)
@@ -166,7 +166,22 @@ def render_report_html(
     )
 
 
-_KNOWN_KEYS = {"pipeline", "stages", "read", "kept", "removed", "quarantined", "wall_seconds"}
+def _run_name(stats: Mapping[str, Any]) -> str:
+    # PipelineResult.to_dict() calls it "name"; hand-written stats may say "pipeline"
+    return str(stats.get("pipeline") or stats.get("name") or "pipeline run")
+
+
+_KNOWN_KEYS = {
+    "pipeline",
+    "name",
+    "stages",
+    "read",
+    "kept",
+    "removed",
+    "quarantined",
+    "wall_seconds",
+    "balanced",
+}
 
 
 def _section(title: str, body: str) -> str:
@@ -272,13 +287,8 @@ def _summary(
             )
         )
     status = ""
-    if run_dir is not None and (run_dir / STATS_FILE).exists():
-        done = (run_dir / "_SUCCESS").exists()
-        status = (
-            "<span class='badge ok'>complete</span>"
-            if done
-            else "<span class='badge bad'>no _SUCCESS marker: incomplete or still running</span>"
-        )
+    if run_dir is not None and (run_dir / "_SUCCESS").exists():
+        status = "<span class='badge ok'>complete</span>"
     check = ""
     if None not in (read, kept, removed, quarantined):
         total = _int(kept) + _int(removed) + _int(quarantined)
@@ -292,7 +302,7 @@ def _summary(
                 f"<p class=bad>&#10007; Accounting does not add up: read {_int(read):,}, "
                 f"but kept + removed + quarantined = {total:,}.</p>"
             )
-    name = escape(str(stats.get("pipeline") or "pipeline run"))
+    name = escape(_run_name(stats))
     return (
         f"<header><h1>{name} {status}</h1></header><div class=cards>{''.join(cards)}</div>{check}"
     )
@@ -356,10 +366,16 @@ def _memory_charts(frame: pd.DataFrame) -> list[_charts.Lines]:
                 _charts.Line("spilled to disk", totals["spilled"].to_numpy(), SPILLED, "line")
             )
         n = workers["worker"].nunique()
-        if totals["memory_limit"].notna().any():
-            label = "memory limit (sum)" if n > 1 else "memory limit"
-            series.append(_charts.Line(label, totals["memory_limit"].to_numpy(), LIMIT, "dashed"))
         title = "Memory of all workers" if n > 1 else "Memory"
+        limit = totals["memory_limit"].max()
+        if not math.isnan(limit):
+            label = "memory limit (sum)" if n > 1 else "memory limit"
+            if limit <= 4 * totals["rss"].max():
+                series.append(
+                    _charts.Line(label, totals["memory_limit"].to_numpy(), LIMIT, "dashed")
+                )
+            else:  # drawn, it would squash the usage into a flat line at the bottom
+                title += f" ({label} {format_bytes(limit)}, far above)"
         charts.append(_charts.Lines(title, x, series))
         if n > 1:
             col = "unmanaged" if workers["unmanaged"].notna().any() else "rss"
@@ -473,7 +489,8 @@ def _advice(
         )
     slowest = max(stages, key=lambda s: s["seconds"], default=None)
     total = sum(s["seconds"] for s in stages)
-    if slowest is not None and total > 0 and len(stages) > 1 and slowest["seconds"] > 0.5 * total:
+    # only worth saying for runs long enough to care
+    if slowest is not None and total >= 10 and len(stages) > 1 and slowest["seconds"] > 0.5 * total:
         out.append(
             f"<b>{escape(slowest['name'])}</b> took "
             f"{100 * slowest['seconds'] / total:.0f}% of the task time: it is the "
