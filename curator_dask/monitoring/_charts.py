@@ -7,6 +7,7 @@ import io
 import math
 from dataclasses import dataclass, field
 from html import escape
+from typing import Any
 
 import numpy as np
 
@@ -95,14 +96,14 @@ def have_matplotlib() -> bool:
     return True
 
 
-def _mpl_png(fig: object) -> str:
+def _mpl_png(fig: Any) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)  # type: ignore[attr-defined]
+    fig.savefig(buf, format="png", dpi=110)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img class="chart" alt="" src="data:image/png;base64,{data}">'
 
 
-def _mpl_figure(width: float, height: float) -> tuple[object, object]:
+def _mpl_figure(width: float, height: float) -> tuple[Any, Any]:
     # Figure + Agg canvas directly: no pyplot, no global state, safe in a thread
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -177,20 +178,20 @@ def mpl_lines(chart: Lines) -> str:
     return _mpl_png(fig)
 
 
-def _mpl_title(ax: object, title: str, legend: bool, n: int) -> None:
+def _mpl_title(ax: Any, title: str, legend: bool, n: int) -> None:
     # the legend goes between the title and the plot, where it never hides data
     ax.set_title(
         title,
         loc="left",
         fontsize=11,
-        fontweight="bold",  # type: ignore[attr-defined]
+        fontweight="bold",
         pad=20 if legend else 6,
     )
     if legend:
         ax.legend(
             loc="lower left",
             bbox_to_anchor=(0, 1.0),
-            fontsize=8,  # type: ignore[attr-defined]
+            fontsize=8,
             frameon=False,
             ncols=min(5, n),
             borderaxespad=0.2,
@@ -291,10 +292,10 @@ def svg_lines(chart: Lines) -> str:
     xticks = [t for t in nice_ticks(span, 6) if t <= span * 1.0001]
     x0 = float(x.min()) if len(x) else 0.0
 
-    def px(v: np.ndarray | float) -> np.ndarray | float:
+    def px(v: Any) -> np.ndarray:
         return left + (np.asarray(v) - x0) / span * plot_w
 
-    def py(v: np.ndarray | float) -> np.ndarray | float:
+    def py(v: Any) -> np.ndarray:
         return top + plot_h - np.asarray(v) / div / (yticks[-1] or 1) * plot_h
 
     body = []

@@ -53,49 +53,58 @@ class CuratorMetrics:
 
         self.registry = REGISTRY if registry is None else registry
         labels = ("pipeline", "stage")
-        kw = {"registry": self.registry}
+        reg = self.registry
         self.processed = Counter(
             "curator_documents_processed",
             "Documents into a stage",
             labels,
-            **kw,
+            registry=reg,
         )
-        self.kept = Counter("curator_documents_kept", "Documents out of a stage", labels, **kw)
+        self.kept = Counter(
+            "curator_documents_kept", "Documents out of a stage", labels, registry=reg
+        )
         self.removed = Counter(
             "curator_documents_removed",
             "Documents a stage dropped on purpose (filters, dedup)",
             labels,
-            **kw,
+            registry=reg,
         )
         self.quarantined = Counter(
             "curator_documents_quarantined",
             "Rejected input records written to the quarantine",
             labels,
-            **kw,
+            registry=reg,
         )
-        self.partitions = Counter("curator_partitions", "Partitions a stage finished", labels, **kw)
+        self.partitions = Counter(
+            "curator_partitions", "Partitions a stage finished", labels, registry=reg
+        )
         self.stage_seconds = Histogram(
             "curator_stage_seconds",
             "Time one partition spent in a stage",
             labels,
             buckets=STAGE_SECONDS_BUCKETS,
-            **kw,
+            registry=reg,
         )
-        self.tasks_failed = Counter("curator_tasks_failed", "Stage tasks that raised", labels, **kw)
+        self.tasks_failed = Counter(
+            "curator_tasks_failed", "Stage tasks that raised", labels, registry=reg
+        )
         self.tasks_retried = Counter(
-            "curator_tasks_retried", "Stage tasks submitted again after a failure", labels, **kw
+            "curator_tasks_retried",
+            "Stage tasks submitted again after a failure",
+            labels,
+            registry=reg,
         )
         self.worker_memory = Gauge(
             "curator_worker_memory_bytes",
             "Worker process memory by type (rss, managed, unmanaged, spilled)",
             ("worker", "type"),
-            **kw,
+            registry=reg,
         )
         self.gpu_used = Gauge(
-            "curator_gpu_memory_used_bytes", "GPU memory in use", ("device",), **kw
+            "curator_gpu_memory_used_bytes", "GPU memory in use", ("device",), registry=reg
         )
         self.gpu_total = Gauge(
-            "curator_gpu_memory_total_bytes", "GPU memory in total", ("device",), **kw
+            "curator_gpu_memory_total_bytes", "GPU memory in total", ("device",), registry=reg
         )
 
 

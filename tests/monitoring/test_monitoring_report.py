@@ -248,3 +248,18 @@ def test_hooks_warn_about_a_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with pytest.warns(CuratorWarning, match="unmanaged memory grew steadily"):
         on_run_end(_Result(str(tmp_path)))
     assert np.isfinite(read_timeline(tmp_path / TIMELINE_FILE)["rss"]).all()
+
+
+def test_curator_dask_main_runs_report(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import curator_dask.cli as cli
+
+    modules = list(cli.SUBCOMMAND_MODULES)
+    if "curator_dask.monitoring.cli" not in modules:
+        monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", [*modules, "curator_dask.monitoring.cli"])
+    assert cli.main(["report", str(run_dir), "--engine", "svg"]) == 0
+    assert capsys.readouterr().out.strip() == str((run_dir / REPORT_FILE).resolve())
+    help_text = cli.build_parser().format_help()
+    assert "report" in help_text
+    assert "monitor" in help_text
