@@ -1,0 +1,288 @@
+"""Pieces shared by the readers: errors, quarantine rows, ids, column order, meta."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from curator_dask import _backend, config
+from curator_dask.io._files import FileInfo, compression_of, to_bytes
+from curator_dask.io.base import QUARANTINE_COLUMNS, PartitionSpec, empty_quarantine
+
+#: The dtype of the id and text columns: pandas' arrow-backed string dtype, the one dask
+#: converts string columns to (``dataframe.convert-string``), so partitions read directly
+#: and through ``to_dask()`` agree.
+STRING_DTYPE = pd.StringDtype("pyarrow")
+
+ON_ERROR = ("quarantine", "raise")
+
+
+class MalformedInputError(ValueError):
+    """A bad input record met with ``on_error="raise"``; the message names file and line."""
+
+
+class QuarantineWarning(UserWarning):
+    """Records of a partition were quarantined (issued by ``to_dask()`` reads)."""
+
+
+@dataclass
+class BadRecords:
+    """Quarantine rows collected while reading one file."""
+
+    file: str
+    lines: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    raws: list[bytes] = field(default_factory=list)
+
+    def add(self, line: int, offset: int, reason: str, raw: bytes) -> None:
+        self.lines.append(int(line))
+        self.offsets.append(int(offset))
+        self.reasons.append(reason)
+        self.raws.append(bytes(raw))
+
+    def __len__(self) -> int:
+        return len(self.reasons)
+
+    def frame(self) -> pd.DataFrame:
+        if not self.reasons:
+            return empty_quarantine()
+        frame = pd.DataFrame(
+            {
+                "file": pd.Series([self.file] * len(self), dtype="string"),
+                "line": pd.Series(self.lines, dtype="int64"),
+                "byte_offset": pd.Series(self.offsets, dtype="int64"),
+                "reason": pd.Series(self.reasons, dtype="string"),
+                "raw": pd.Series(self.raws, dtype="object"),
+            }
+        )
+        # Records are found out of order (oversized lines first, then piece by piece).
+        order = np.lexsort((frame["line"].to_numpy(), frame["byte_offset"].to_numpy()))
+        return frame.iloc[order].reset_index(drop=True)
+
+
+def raise_bad(file: str, line: int, offset: int, reason: str) -> None:
+    """Raise :class:`MalformedInputError` for one bad record."""
+    where = f"line {line}" if line >= 0 else "line unknown"
+    if offset >= 0:
+        where += f", byte offset {offset}"
+    raise MalformedInputError(f"{file}: {where}: {reason}")
+
+
+def concat_quarantine(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate quarantine frames, keeping the standard dtypes."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return empty_quarantine()
+    out = pd.concat(frames, ignore_index=True)
+    return out[list(QUARANTINE_COLUMNS)]
+
+
+def fill_ids(part: pd.DataFrame, id_column: str, name: str, positions: np.ndarray) -> pd.DataFrame:
+    """Set ``id_column`` to strings, generating ``"<name>:<position>"`` where it is missing."""
+    generated = None
+    if id_column not in part.columns or part[id_column].isna().any():
+        pos = pd.Series(positions, index=part.index).astype(STRING_DTYPE)
+        generated = (name + ":") + pos
+    if id_column not in part.columns:
+        ids = generated
+    else:
+        ids = _as_string(part[id_column])
+        if generated is not None:
+            ids = ids.where(ids.notna(), generated)
+    return part.assign(**{id_column: ids})
+
+
+def arrow_ids_to_string(table: Any, id_column: str) -> Any:
+    """Cast a non-string id column of a pyarrow table to strings (``7`` -> ``"7"``).
+
+    Done in arrow because pandas would turn integer ids with nulls into floats (``"7.0"``).
+    """
+    import pyarrow as pa
+
+    if id_column not in table.column_names:
+        return table
+    col = table.column(id_column)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return table
+    with contextlib.suppress(pa.ArrowException):
+        col = col.cast(pa.string())
+    return table.set_column(table.column_names.index(id_column), id_column, col)
+
+
+def _as_string(s: pd.Series) -> pd.Series:
+    if s.dtype == STRING_DTYPE:
+        return s
+    if s.dtype == object:
+        return s.map(lambda v: v if v is None or isinstance(v, str) else str(v)).astype(
+            STRING_DTYPE
+        )
+    return s.astype(STRING_DTYPE)
+
+
+def order_columns(part: pd.DataFrame, id_column: str, text_column: str) -> pd.DataFrame:
+    """Put the id and text columns first, the others after in their input order."""
+    first = [c for c in (id_column, text_column) if c in part.columns]
+    rest = [c for c in part.columns if c not in first]
+    return part[first + rest]
+
+
+def finish_frame(
+    frames: list[pd.DataFrame],
+    *,
+    id_column: str,
+    text_column: str,
+    columns: Sequence[str] | None,
+    add_filename: bool,
+) -> pd.DataFrame:
+    """Concatenate per-file frames, select columns, order them, reset the index."""
+    frames = [f for f in frames if len(f.columns)]
+    if not frames:
+        part = empty_frame(id_column, text_column, add_filename)
+    elif len(frames) == 1:
+        part = frames[0].reset_index(drop=True)
+    else:
+        part = pd.concat(frames, ignore_index=True)
+    part = order_columns(part, id_column, text_column)
+    if columns is not None:
+        keep = [id_column, text_column]
+        keep += [c for c in columns if c not in keep and c in part.columns]
+        if add_filename and "file_name" in part.columns:
+            keep.append("file_name")
+        part = part[[c for c in keep if c in part.columns]]
+    if add_filename and "file_name" in part.columns:
+        part = part[[c for c in part.columns if c != "file_name"] + ["file_name"]]
+    return part
+
+
+def empty_frame(id_column: str, text_column: str, add_filename: bool) -> pd.DataFrame:
+    """A frame with no rows and just the id and text (and file_name) columns."""
+    cols = {id_column: pd.Series([], dtype=STRING_DTYPE)}
+    cols[text_column] = pd.Series([], dtype=STRING_DTYPE)
+    if add_filename:
+        cols["file_name"] = pd.Series([], dtype=STRING_DTYPE)
+    return pd.DataFrame(cols)
+
+
+def conform(part: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
+    """Give ``part`` exactly ``meta``'s columns: add missing ones as nulls, cast where possible.
+
+    Columns absent from ``meta`` are dropped (``meta`` comes from the first records of the
+    input; pass ``columns=`` to a reader to choose them explicitly).
+    """
+    out = {}
+    for name, dtype in meta.dtypes.items():
+        if name in part.columns:
+            col = part[name]
+            if col.dtype != dtype:
+                # e.g. int64 meta but nulls here: keep the partition's dtype
+                with contextlib.suppress(TypeError, ValueError):
+                    col = col.astype(dtype)
+        else:
+            col = pd.Series(None, index=part.index, dtype=dtype)
+        out[name] = col
+    return pd.DataFrame(out, index=part.index)
+
+
+def resolve_quarantine_dir(path: str | None) -> str:
+    """The directory where ``to_dask()`` reads write quarantined records."""
+    path = path or config.get("io.quarantine-dir") or "./curator_quarantine"
+    if "://" not in path:
+        path = os.path.abspath(path)
+    return path
+
+
+def check_partitioning(blocksize: int | str | None, files_per_partition: int | None) -> int | None:
+    """Validate the two partitioning arguments; return the blocksize in bytes or None."""
+    if blocksize is not None and files_per_partition is not None:
+        raise ValueError(
+            "give either blocksize or files_per_partition, not both "
+            f"(got blocksize={blocksize!r}, files_per_partition={files_per_partition!r})"
+        )
+    if files_per_partition is not None:
+        if int(files_per_partition) < 1:
+            raise ValueError(f"files_per_partition must be >= 1, got {files_per_partition}")
+        return None
+    return to_bytes(blocksize if blocksize is not None else config.get("io.blocksize"))
+
+
+def check_on_error(on_error: str) -> None:
+    """Validate ``on_error``."""
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+
+
+def group_files(
+    files: list[FileInfo],
+    blocksize: int | None,
+    files_per_partition: int | None,
+    split: Any = None,
+) -> list[PartitionSpec]:
+    """Group sorted files into partitions.
+
+    With ``files_per_partition``: that many whole files each. With ``blocksize``:
+    consecutive files up to ``blocksize`` bytes together; a file larger than ``blocksize``
+    is given to ``split(file) -> [(start, end), ...]`` (None: keep it whole) and each range
+    becomes a partition of its own.
+    """
+    specs: list[PartitionSpec] = []
+
+    def add(paths: list[str], start: int | None = None, end: int | None = None) -> None:
+        specs.append(PartitionSpec(len(specs), tuple(paths), start, end))
+
+    if files_per_partition is not None:
+        for i in range(0, len(files), files_per_partition):
+            add([f.path for f in files[i : i + files_per_partition]])
+        return specs
+    assert blocksize is not None
+    group: list[str] = []
+    size = 0
+    for f in files:
+        ranges = split(f) if (split is not None and f.size > blocksize) else None
+        if ranges:
+            if group:
+                add(group)
+                group, size = [], 0
+            for start, end in ranges:
+                add([f.path], start, end)
+            continue
+        if group and size + f.size > blocksize:
+            add(group)
+            group, size = [], 0
+        group.append(f.path)
+        size += f.size
+    if group:
+        add(group)
+    return specs
+
+
+def byte_ranges(f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
+    """Byte ranges of ``blocksize`` covering an uncompressed file (None when compressed)."""
+    if compression_of(f.path):
+        return None
+    return [(s, min(s + blocksize, f.size)) for s in range(0, f.size, blocksize)]
+
+
+def warn_quarantined(label: str, spec: PartitionSpec, n: int, where: str) -> None:
+    """Warn that ``n`` records of a partition were quarantined and where they went."""
+    files = ", ".join(os.path.basename(p) for p in spec.paths[:3])
+    if len(spec.paths) > 3:
+        files += f", ... ({len(spec.paths)} files)"
+    warnings.warn(
+        f"{label}: {n} bad record(s) quarantined from partition {spec.index} ({files}); "
+        f"written to {where}",
+        QuarantineWarning,
+        stacklevel=3,
+    )
+
+
+def backend_meta(meta: pd.DataFrame, backend: str) -> Any:
+    """``meta`` converted to the backend that partitions will be in."""
+    return _backend.to_backend(meta, backend)

@@ -1,0 +1,268 @@
+"""File listing, byte-range reads and decompression shared by readers and writers."""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import lzma
+import os
+import posixpath
+import uuid
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from dask.utils import parse_bytes
+from fsspec.core import url_to_fs
+
+#: Compression recognised by file-name suffix; such files are always read whole.
+COMPRESSION_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
+
+_GLOB_CHARS = ("*", "?", "[")
+# Object stores write an object only when its upload completes, so a direct write is atomic
+# there, while a rename would be a copy plus a delete.
+_OBJECT_STORE_PROTOCOLS = {"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "oss"}
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A listed input file: full path (with protocol for remote files) and size in bytes."""
+
+    path: str
+    size: int
+
+
+def compression_of(path: str) -> str | None:
+    """Return the compression implied by ``path``'s suffix, or None."""
+    return COMPRESSION_SUFFIXES.get(os.path.splitext(path)[1].lower())
+
+
+def basename(path: str) -> str:
+    """Return the last component of a local or remote path."""
+    return posixpath.basename(path.rstrip("/")) or path
+
+
+def to_bytes(size: int | str | None) -> int | None:
+    """Parse ``"256MB"`` or an int into a positive number of bytes."""
+    if size is None:
+        return None
+    n = parse_bytes(size) if isinstance(size, str) else int(size)
+    if n <= 0:
+        raise ValueError(f"blocksize must be > 0 bytes, got {size!r}")
+    return n
+
+
+def _is_hidden(rel: str) -> bool:
+    return any(part.startswith((".", "_")) for part in rel.split("/") if part)
+
+
+def list_files(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    suffixes: Iterable[str],
+    storage_options: dict[str, Any] | None = None,
+) -> list[FileInfo]:
+    """Expand paths, directories and globs into a sorted, de-duplicated list of files.
+
+    Directories are searched recursively for files ending in one of ``suffixes`` (case
+    insensitive), skipping names that start with ``.`` or ``_`` (``_SUCCESS``,
+    ``_quarantine/``, temporary files). Globs and explicit files are taken as given.
+    """
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not items:
+        raise ValueError("no input paths given")
+    suffixes = tuple(s.lower() for s in suffixes)
+    found: dict[str, FileInfo] = {}
+    for item in items:
+        url = os.fspath(item)
+        fs, root = url_to_fs(url, **(storage_options or {}))
+        if any(c in root for c in _GLOB_CHARS):
+            entries = fs.glob(root, detail=True)
+            infos = [e for e in entries.values() if e.get("type") != "directory"]
+            if not infos:
+                raise FileNotFoundError(f"no files match {url!r}")
+        elif fs.isdir(root):
+            entries = fs.find(root, detail=True)
+            base = root.rstrip("/") + "/"
+            infos = [
+                e
+                for name, e in entries.items()
+                if e.get("type") != "directory"
+                and name.lower().endswith(suffixes)
+                and not _is_hidden(name[len(base) :] if name.startswith(base) else name)
+            ]
+            if not infos:
+                raise FileNotFoundError(
+                    f"directory {url!r} holds no files ending in {', '.join(suffixes)}"
+                )
+        else:
+            try:
+                infos = [fs.info(root)]
+            except FileNotFoundError:
+                raise FileNotFoundError(f"input file not found: {url!r}") from None
+        for e in infos:
+            full = _full_path(fs, e["name"])
+            found[full] = FileInfo(full, int(e.get("size") or 0))
+    return [found[k] for k in sorted(found)]
+
+
+def _full_path(fs: Any, name: str) -> str:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol in ("file", "local"):
+        return name
+    return fs.unstrip_protocol(name)
+
+
+def get_fs(path: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
+    """Return ``(filesystem, path within it)`` for a local or remote path."""
+    return url_to_fs(path, **(storage_options or {}))
+
+
+def is_object_store(fs: Any) -> bool:
+    """True when writes to ``fs`` are atomic per object (no rename needed)."""
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    return bool(protocols & _OBJECT_STORE_PROTOCOLS)
+
+
+def read_range(fs: Any, path: str, start: int, end: int) -> tuple[bytes, int]:
+    """Read the lines of ``path`` that *start* in ``[start, end)``.
+
+    Returns ``(data, offset)``: whole lines (the last one possibly without a newline at end
+    of file) and the file offset of ``data[0]``. A line that begins before ``end`` is read to
+    its end even when that lies past ``end``; a line that begins before ``start`` belongs to
+    the previous range.
+    """
+    lo = start - 1 if start > 0 else 0
+    buf = fs.cat_file(path, start=lo, end=end)
+    if start > 0:
+        nl = buf.find(b"\n")
+        if nl < 0:
+            return b"", start
+        buf = buf[nl + 1 :]
+        offset = lo + nl + 1
+    else:
+        offset = 0
+    if buf and not buf.endswith(b"\n"):
+        # The last line started inside the range: read on until its newline or EOF.
+        pieces = [buf]
+        pos, chunk = end, 1 << 20
+        size = fs.size(path)  # object stores refuse a range that starts past the end
+        while pos < size:
+            more = fs.cat_file(path, start=pos, end=min(pos + chunk, size))
+            if not more:
+                break
+            nl = more.find(b"\n")
+            if nl >= 0:
+                pieces.append(more[: nl + 1])
+                break
+            pieces.append(more)
+            pos += len(more)
+            chunk = min(chunk * 2, 64 << 20)
+        buf = b"".join(pieces)
+    return buf, offset
+
+
+class TruncatedInputError(OSError):
+    """A compressed input ended early or is corrupt."""
+
+
+def _decompressor(kind: str) -> Any:
+    if kind == "gzip":
+        return zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, auto-detected
+    if kind == "bz2":
+        return bz2.BZ2Decompressor()
+    if kind == "xz":
+        return lzma.LZMADecompressor()
+    if kind == "zstd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj()
+    raise ValueError(f"unknown compression {kind!r}")
+
+
+def decompress(data: bytes, kind: str, path: str) -> tuple[bytes, str | None]:
+    """Decompress a whole file (concatenated members/frames included).
+
+    Returns ``(decoded, problem)``: everything that could be decoded, and None or a message
+    when the stream is truncated or corrupt (the decoded prefix is still returned).
+    """
+    out: list[bytes] = []
+    rest = memoryview(data)
+    step = 1 << 20
+    while True:
+        d = _decompressor(kind)
+        pos = 0
+        try:
+            while pos < len(rest) and not d.eof:
+                out.append(d.decompress(rest[pos : pos + step]))
+                pos += step
+        except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError) as err:
+            return b"".join(out), f"corrupt {kind} data in {path}: {err}"
+        except Exception as err:  # zstandard.ZstdError does not derive from the above
+            if type(err).__name__ != "ZstdError":
+                raise
+            return b"".join(out), f"corrupt {kind} data in {path}: {err}"
+        if not d.eof:
+            if not len(rest) and not out:
+                return b"", None  # an empty file: no stream at all
+            return b"".join(out), f"truncated {kind} file {path}: stream ended early"
+        unused = bytes(d.unused_data) + bytes(rest[pos:])
+        if not unused.strip(b"\x00"):  # trailing zero padding is allowed
+            break
+        rest = memoryview(unused)
+    return b"".join(out), None
+
+
+def _commit(fs: Any, tmp: str, final: str) -> None:
+    """Move a finished temporary file to its final name (atomic on local disks)."""
+    if _is_local(fs):
+        os.replace(tmp, final)
+    else:
+        fs.mv(tmp, final)
+
+
+def _is_local(fs: Any) -> bool:
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    return bool(protocols & {"file", "local"})
+
+
+def path_error(err: OSError, verb: str, path: str) -> OSError:
+    """An OSError of the same kind (PermissionError, ...) whose message names ``path``."""
+    detail = err.strerror or str(err) or type(err).__name__
+    if err.errno is not None:
+        new = OSError(err.errno, f"could not {verb} {path}: {detail}")
+    else:
+        new = OSError(f"could not {verb} {path}: {detail}")
+    return new
+
+
+@contextmanager
+def atomic_output(fs: Any, final: str) -> Iterator[Any]:
+    """Open ``final`` for writing so that it appears only complete, or not at all.
+
+    On local (and other renaming) filesystems the data goes to ``<final>.tmp-<uuid>`` in
+    the same directory, which is renamed to ``final`` once closed. On object stores (S3,
+    GCS, Azure) an object becomes visible only when its upload completes, so ``final`` is
+    written directly. On any error the temporary file is removed and an :class:`OSError`
+    naming the path is raised.
+    """
+    tmp = final if is_object_store(fs) else f"{final}.tmp-{uuid.uuid4().hex}"
+    try:
+        with fs.open(tmp, "wb") as f:
+            yield f
+        if tmp != final:
+            _commit(fs, tmp, final)
+    except BaseException as err:
+        if tmp != final:
+            with contextlib.suppress(Exception):
+                fs.rm(tmp)
+        if isinstance(err, OSError) and not isinstance(err, TruncatedInputError):
+            raise path_error(err, "write", final) from err
+        raise
+
+
+def write_bytes(fs: Any, final: str, data: bytes) -> None:
+    """Write ``data`` to ``final`` atomically (see :func:`atomic_output`)."""
+    with atomic_output(fs, final) as f:
+        f.write(data)

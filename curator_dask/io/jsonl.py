@@ -1,0 +1,613 @@
+"""The JSONL reader: one JSON object per line, local or remote, plain or compressed.
+
+Partitioning, ids, bad-input handling and the quarantine format are described in
+``docs/io.md``; the short version is in :class:`JsonlReader`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.json as pj
+
+from curator_dask import _backend, config
+from curator_dask.io._common import (
+    STRING_DTYPE,
+    BadRecords,
+    arrow_ids_to_string,
+    backend_meta,
+    byte_ranges,
+    check_on_error,
+    check_partitioning,
+    concat_quarantine,
+    conform,
+    empty_frame,
+    fill_ids,
+    finish_frame,
+    group_files,
+    raise_bad,
+    resolve_quarantine_dir,
+    warn_quarantined,
+)
+from curator_dask.io._files import (
+    COMPRESSION_SUFFIXES,
+    TruncatedInputError,
+    basename,
+    compression_of,
+    decompress,
+    get_fs,
+    list_files,
+    read_range,
+)
+from curator_dask.io.base import PartitionSpec, Reader, ReadResult
+from curator_dask.io.quarantine import write_quarantine_file
+
+#: File names a directory listing picks up (each also with a compression suffix).
+JSONL_SUFFIXES = tuple(
+    s + c for s in (".jsonl", ".json", ".ndjson", ".jsonlines") for c in ("", *COMPRESSION_SUFFIXES)
+)
+
+_STRING_TYPES = (pa.string(), pa.large_string(), pa.string_view())
+_MIN_ARROW_BLOCK = 1 << 20
+
+
+@dataclass
+class _Lines:
+    """Line boundaries of a buffer: start and end (newline and CR excluded) of every line."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, buf: bytes) -> _Lines:
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        nl = np.flatnonzero(arr == 10)
+        starts = np.concatenate(([0], nl + 1))
+        ends = np.concatenate((nl, [len(arr)]))
+        if len(buf) == 0 or buf.endswith(b"\n"):
+            starts, ends = starts[:-1], ends[:-1]
+        if len(ends):
+            cr = (ends > starts) & (arr[np.maximum(ends - 1, 0)] == 13)
+            ends = ends - cr
+        return cls(starts.astype(np.int64), ends.astype(np.int64))
+
+
+def parse_jsonl_block(
+    buf: bytes,
+    *,
+    file: str,
+    offset: int = 0,
+    first_line: int | None = 1,
+    text_column: str = "text",
+    id_column: str = "id",
+    max_document_bytes: int | None = None,
+    on_error: str = "quarantine",
+) -> tuple[pd.DataFrame, BadRecords]:
+    """Parse whole JSONL lines into a pandas frame and the records to quarantine.
+
+    ``offset`` is the file offset of ``buf[0]``; ``first_line`` the 1-based line number of
+    the first line in ``buf`` (None when unknown). Blank lines are not records. Ids missing
+    from the input become ``"<basename>:<byte offset>"``.
+    """
+    bad = BadRecords(file)
+    name = basename(file)
+    lines = _Lines.of(buf)
+    lengths = lines.ends - lines.starts
+    records = lengths > 0
+    if max_document_bytes is not None:
+        too_big = records & (lengths > max_document_bytes)
+        for i in np.flatnonzero(too_big):
+            _bad(
+                bad,
+                on_error,
+                first_line,
+                i,
+                offset,
+                lines,
+                buf,
+                f"document of {lengths[i]} bytes exceeds max_document_bytes={max_document_bytes}",
+            )
+        records &= ~too_big
+        if too_big.any():
+            buf, lines, records = _without(buf, lines, records, too_big)
+    idx = np.flatnonzero(records)
+    if len(idx) == 0:
+        return empty_frame(id_column, text_column, False), bad
+    ctx = _Block(
+        memoryview(buf), lines, lengths, bad, on_error, first_line, offset, text_column, id_column
+    )
+    pieces = _parse_records(ctx, idx)
+    frames = [p for p, _ in pieces]
+    part = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    idx = np.concatenate([i for _, i in pieces])
+    if text_column in part.columns:
+        part[text_column] = part[text_column].astype(STRING_DTYPE)
+    else:
+        part[text_column] = pd.Series([], dtype=STRING_DTYPE)
+    part = fill_ids(part, id_column, name, offset + lines.starts[idx])
+    return part, bad
+
+
+@dataclass
+class _Block:
+    """A buffer being parsed and where its bad records go."""
+
+    buf: memoryview
+    lines: _Lines
+    lengths: np.ndarray
+    bad: BadRecords
+    on_error: str
+    first_line: int | None
+    offset: int
+    text_column: str
+    id_column: str
+
+    def reject(self, i: int, reason: str) -> None:
+        _bad(self.bad, self.on_error, self.first_line, i, self.offset, self.lines, self.buf, reason)
+
+    def raw(self, i: int) -> bytes:
+        return bytes(self.buf[self.lines.starts[i] : self.lines.ends[i]])
+
+
+#: Below this many records a block that pyarrow refuses is examined line by line.
+_PER_LINE_RECORDS = 32
+_SPLIT_INTO = 8
+
+
+def _parse_records(ctx: _Block, idx: np.ndarray) -> list[tuple[pd.DataFrame, np.ndarray]]:
+    """Parse the records ``idx`` (line numbers in the block): [(frame, records kept)].
+
+    The whole run of lines is parsed at once by pyarrow. When pyarrow refuses it (a bad
+    line somewhere, or types that differ between records), the run is cut into pieces that
+    are parsed the same way, so only small pieces around the culprits are examined line by
+    line: one bad line costs about two vectorised passes, not a Python loop over the block.
+    """
+    lo, hi = int(ctx.lines.starts[idx[0]]), int(ctx.lines.ends[idx[-1]])
+    # Lines between records are blank (or blanked out): pyarrow skips them.
+    table = _arrow_parse(ctx.buf[lo:hi], int(ctx.lengths[idx].max()), len(idx))
+    if table is not None:
+        try:
+            part, keep = _check_text_arrow(table, ctx.text_column, ctx.id_column)
+        except (pa.ArrowException, UnicodeDecodeError):
+            table = None
+    if table is not None:
+        col = table.column(ctx.text_column) if ctx.text_column in table.column_names else None
+        for j in np.flatnonzero(~keep):
+            ctx.reject(idx[j], _text_reason(None if col is None else col[int(j)], ctx.text_column))
+        return [(part, idx[keep])]
+    if len(idx) <= _PER_LINE_RECORDS:
+        return [_parse_lines(ctx, idx)]
+    out = []
+    for piece in np.array_split(idx, _SPLIT_INTO):
+        if len(piece):
+            out.extend(_parse_records(ctx, piece))
+    return out
+
+
+def _without(
+    buf: bytes, lines: _Lines, records: np.ndarray, drop: np.ndarray
+) -> tuple[bytes, _Lines, np.ndarray]:
+    """Blank out dropped lines (replace their bytes by spaces) so positions stay valid."""
+    out = bytearray(buf)
+    for i in np.flatnonzero(drop):
+        out[lines.starts[i] : lines.ends[i]] = b" " * int(lines.ends[i] - lines.starts[i])
+    return bytes(out), lines, records
+
+
+def _bad(
+    bad: BadRecords,
+    on_error: str,
+    first_line: int | None,
+    i: int,
+    offset: int,
+    lines: _Lines,
+    buf: bytes | memoryview,
+    reason: str,
+) -> None:
+    line = first_line + int(i) if first_line is not None else -1
+    pos = offset + int(lines.starts[i])
+    if on_error == "raise":
+        raise_bad(bad.file, line, pos, reason)
+    bad.add(line, pos, reason, buf[lines.starts[i] : lines.ends[i]])
+
+
+def _arrow_parse(buf: bytes | memoryview, max_len: int, n_records: int) -> pa.Table | None:
+    """Parse with pyarrow's vectorised JSON reader; None when the block needs a closer look."""
+    block = max(_MIN_ARROW_BLOCK, max_len + (1 << 16))
+    try:
+        table = pj.read_json(
+            pa.BufferReader(pa.py_buffer(buf)), read_options=pj.ReadOptions(block_size=block)
+        )
+        # pyarrow does not check UTF-8 while parsing; a full validation does.
+        table.validate(full=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
+        return None
+    if table.num_rows != n_records:
+        # e.g. two objects on one line, or a whitespace-only line: look line by line.
+        return None
+    return table
+
+
+def _check_text_arrow(
+    table: pa.Table, text_column: str, id_column: str
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Convert to pandas keeping rows whose text is a string; return (frame, keep mask)."""
+    if text_column not in table.column_names:
+        keep = np.zeros(table.num_rows, dtype=bool)
+    else:
+        col = table.column(text_column)
+        if col.type in _STRING_TYPES:
+            keep = ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        else:
+            keep = np.zeros(table.num_rows, dtype=bool)
+    if not keep.all():
+        table = table.filter(pa.array(keep))
+    part = arrow_ids_to_string(table, id_column).to_pandas()
+    if text_column in part.columns:
+        part[text_column] = part[text_column].astype(STRING_DTYPE)
+    else:
+        part[text_column] = pd.Series([], dtype=STRING_DTYPE)
+    return part, keep
+
+
+def _text_reason(value: Any, text_column: str) -> str:
+    if value is None or (isinstance(value, pa.Scalar) and not value.is_valid):
+        return f"missing or null text field {text_column!r}"
+    type_name = type(value.as_py()).__name__ if isinstance(value, pa.Scalar) else "?"
+    return f"text field {text_column!r} is not a string ({type_name})"
+
+
+def _parse_lines(ctx: _Block, idx: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """Slow path for a few lines: decode each to find the bad records, then build the frame."""
+    text_column = ctx.text_column
+    good: list[int] = []
+    recs: list[dict[str, Any]] = []
+    for i in idx:
+        raw = ctx.raw(i)
+        if not raw.strip():
+            continue  # whitespace-only: a blank line, not a record
+        reason = None
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            reason = f"invalid UTF-8: {err.reason} at byte {err.start}"
+        except ValueError as err:
+            reason = f"malformed JSON: {err}"
+        else:
+            if not isinstance(rec, dict):
+                reason = f"not a JSON object ({type(rec).__name__})"
+            else:
+                text = rec.get(text_column)
+                if text is None:
+                    reason = f"missing or null text field {text_column!r}"
+                elif not isinstance(text, str):
+                    reason = f"text field {text_column!r} is not a string ({type(text).__name__})"
+                elif not _encodable(text):
+                    reason = f"text field {text_column!r} holds an unpaired surrogate escape"
+        if reason is not None:
+            ctx.reject(i, reason)
+            continue
+        good.append(int(i))
+        recs.append(rec)
+    good_idx = np.asarray(good, dtype=np.int64)
+    if not good:
+        return pd.DataFrame({text_column: pd.Series([], dtype=STRING_DTYPE)}), good_idx
+    # Parse the good lines again with pyarrow so the column types match the fast path;
+    # records that pyarrow still refuses (duplicate keys, a field both number and string)
+    # are built from the decoded objects.
+    joined = b"\n".join(ctx.raw(i) for i in good)
+    table = _arrow_parse(joined, int(ctx.lengths[good_idx].max()), len(good))
+    if table is not None:
+        part = arrow_ids_to_string(table, ctx.id_column).to_pandas()
+    else:
+        for rec in recs:
+            value = rec.get(ctx.id_column)
+            if value is not None and not isinstance(value, str):
+                rec[ctx.id_column] = json.dumps(value)
+        part = pd.DataFrame.from_records(recs)
+    return part, good_idx
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass
+class JsonlReader(Reader):
+    """Read JSONL files (one JSON object a line) as partitions of documents.
+
+    Parameters
+    ----------
+    paths : str or list of str
+        A file, a directory (searched recursively for ``.jsonl``/``.json``/``.ndjson``
+        files, plain or ``.gz``/``.zst``/``.bz2``/``.xz``; names starting with ``.`` or
+        ``_`` are skipped), a glob, or a list of these; local or any fsspec URL
+        (``s3://bucket/prefix``).
+    columns : list of str, optional
+        Columns to keep; the id and text columns are always kept.
+    add_filename : bool
+        Add a ``file_name`` column with the input file's base name.
+    text_column, id_column : str
+        Names of the text and id fields.
+    blocksize : int or str, optional
+        Target bytes per partition (``"256MB"``); default ``curator.io.blocksize``. Small
+        files are grouped up to it; an uncompressed file larger than it is split into byte
+        ranges at line boundaries (a line belongs to the range it starts in). Compressed
+        files are always read whole.
+    files_per_partition : int, optional
+        Instead of ``blocksize``: this many whole files per partition.
+    on_error : {"quarantine", "raise"}
+        What to do with a bad record (malformed JSON, invalid UTF-8, not an object, text
+        missing / null / not a string, longer than ``max_document_bytes``, the unreadable
+        tail of a truncated or corrupt compressed file): set it aside in the quarantine, or
+        raise :class:`~curator_dask.io.MalformedInputError` naming file and line.
+    quarantine_path : str, optional
+        Where :meth:`to_dask` writes quarantined records; default
+        ``curator.io.quarantine-dir``, else ``./curator_quarantine``.
+    max_document_bytes : int, optional
+        Quarantine lines longer than this; default ``curator.io.max-document-bytes`` (None:
+        no limit).
+    storage_options : dict, optional
+        Passed to fsspec (for S3: ``key``, ``secret``, ``endpoint_url``, ...).
+
+    Examples
+    --------
+    >>> from curator_dask.io import JsonlReader
+    >>> from importlib.resources import files
+    >>> reader = JsonlReader(str(files("curator_dask") / "data" / "sample.jsonl.gz"))
+    >>> [spec.index for spec in reader.partitions()]
+    [0]
+    >>> reader.read_partition(reader.partitions()[0]).docs_read
+    4000
+    """
+
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+    columns: Sequence[str] | None = None
+    add_filename: bool = False
+    text_column: str = "text"
+    id_column: str = "id"
+    blocksize: int | str | None = None
+    files_per_partition: int | None = None
+    on_error: str = "quarantine"
+    quarantine_path: str | None = None
+    max_document_bytes: int | None = None
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        check_on_error(self.on_error)
+        self._blocksize = check_partitioning(self.blocksize, self.files_per_partition)
+        if self.max_document_bytes is None:
+            self.max_document_bytes = config.get("io.max-document-bytes")
+        if self.max_document_bytes is not None and int(self.max_document_bytes) < 1:
+            raise ValueError(f"max_document_bytes must be >= 1, got {self.max_document_bytes}")
+        if isinstance(self.paths, os.PathLike):
+            self.paths = os.fspath(self.paths)
+
+    # -- the Reader contract ---------------------------------------------------------------
+    def partitions(self) -> list[PartitionSpec]:
+        """List the partitions, in sorted path order (file listing and sizes only)."""
+        files = list_files(self.paths, JSONL_SUFFIXES, self.storage_options)
+        bs = self._blocksize
+        return group_files(
+            files,
+            bs,
+            self.files_per_partition,
+            split=(lambda f: byte_ranges(f, bs)) if bs else None,
+        )
+
+    def read_partition(self, spec: PartitionSpec) -> ReadResult:
+        """Read one partition: the good documents and the quarantined records."""
+        result = self._read_pandas(spec)
+        return ReadResult(_backend.to_backend(result.data), result.quarantine, result.docs_read)
+
+    def to_dask(self) -> Any:
+        """Return a lazy dask dataframe with one partition per :meth:`partitions` entry.
+
+        Nothing is read now except the first records of the first file (for ``meta``). When
+        a partition is computed, its quarantined records are written to
+        ``<quarantine_path>/part-<index:05d>.jsonl`` (overwritten by recomputes) and a
+        :class:`~curator_dask.io.QuarantineWarning` gives their number.
+        """
+        import dask.dataframe as dd
+
+        specs = self.partitions()
+        meta = self._meta(specs)
+        task = _ReadTask(
+            self,
+            meta,
+            resolve_quarantine_dir(self.quarantine_path),
+            _backend.backend_name(),
+            "read_jsonl",
+        )
+        return dd.from_map(
+            task,
+            specs,
+            meta=backend_meta(meta, task.backend),
+            label="read-jsonl",
+            enforce_metadata=False,
+        )
+
+    # -- internals -------------------------------------------------------------------------
+    def _read_pandas(self, spec: PartitionSpec) -> ReadResult:
+        frames, quarantines = [], []
+        docs = 0
+        for path in spec.paths:
+            part, bad = self._read_file(path, spec.start, spec.end)
+            docs += len(part) + len(bad)
+            if self.add_filename:
+                part = part.assign(
+                    file_name=pd.Series(basename(path), index=part.index, dtype=STRING_DTYPE)
+                )
+            frames.append(part)
+            quarantines.append(bad.frame())
+        data = finish_frame(
+            frames,
+            id_column=self.id_column,
+            text_column=self.text_column,
+            columns=self.columns,
+            add_filename=self.add_filename,
+        )
+        return ReadResult(data, concat_quarantine(quarantines), docs)
+
+    def _read_file(
+        self, path: str, start: int | None, end: int | None
+    ) -> tuple[pd.DataFrame, BadRecords]:
+        fs, fpath = get_fs(path, self.storage_options)
+        kind = compression_of(path)
+        problem = None
+        if kind is not None:
+            buf, problem = decompress(fs.cat_file(fpath), kind, path)
+            offset = 0
+        elif start is not None:
+            buf, offset = read_range(fs, fpath, start, int(end if end is not None else 0))
+        else:
+            buf, offset = fs.cat_file(fpath), 0
+        tail = b""
+        if problem is not None:
+            if self.on_error == "raise":
+                raise TruncatedInputError(problem)
+            cut = buf.rfind(b"\n") + 1
+            buf, tail = buf[:cut], buf[cut:]
+        part, bad = parse_jsonl_block(
+            buf,
+            file=path,
+            offset=offset,
+            first_line=1 if offset == 0 else None,
+            text_column=self.text_column,
+            id_column=self.id_column,
+            max_document_bytes=self.max_document_bytes,
+            on_error=self.on_error,
+        )
+        if problem is not None:
+            # What could not be decoded is one quarantine row: it never disappears silently.
+            bad.add(buf.count(b"\n") + 1, len(buf), problem + " (unreadable tail)", tail)
+        return part, bad
+
+    def _meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
+        """An empty frame with the columns and dtypes of the first records of the input."""
+        for spec in specs[:8]:
+            for path in spec.paths[:1]:
+                head = self._head(path)
+                if not head:
+                    continue
+                part, _ = parse_jsonl_block(
+                    head,
+                    file=path,
+                    text_column=self.text_column,
+                    id_column=self.id_column,
+                    max_document_bytes=self.max_document_bytes,
+                )
+                if len(part):
+                    if self.add_filename:
+                        part = part.assign(
+                            file_name=pd.Series("", index=part.index, dtype=STRING_DTYPE)
+                        )
+                    part = finish_frame(
+                        [part],
+                        id_column=self.id_column,
+                        text_column=self.text_column,
+                        columns=self.columns,
+                        add_filename=self.add_filename,
+                    )
+                    return part.iloc[:0]
+        return empty_frame(self.id_column, self.text_column, self.add_filename)
+
+    def _head(self, path: str, nbytes: int = 1 << 20) -> bytes:
+        """The first whole lines (about ``nbytes``) of a file, decompressed."""
+        fs, fpath = get_fs(path, self.storage_options)
+        kind = compression_of(path)
+        if kind is None:
+            buf, _ = read_range(fs, fpath, 0, nbytes)
+            return buf
+        import fsspec
+
+        name = {"gzip": "gzip", "bz2": "bz2", "xz": "xz", "zstd": "zstd"}[kind]
+        chunks: list[bytes] = []
+        try:
+            with fsspec.open(path, "rb", compression=name, **(self.storage_options or {})) as f:
+                while True:
+                    chunk = f.read(nbytes)
+                    chunks.append(chunk)
+                    if not chunk or b"\n" in chunk:
+                        break
+        except (OSError, EOFError, ValueError):
+            pass  # a broken file: read_partition reports it
+        head = b"".join(chunks)
+        return head[: head.rfind(b"\n") + 1]
+
+
+@dataclass
+class _ReadTask:
+    """What a ``to_dask()`` partition runs: read, write the quarantine, conform to meta."""
+
+    reader: Any
+    meta: pd.DataFrame
+    quarantine_dir: str
+    backend: str
+    label: str
+
+    def __call__(self, spec: PartitionSpec) -> Any:
+        result = self.reader._read_pandas(spec)
+        where = write_quarantine_file(
+            result.quarantine, self.quarantine_dir, spec.index, self.reader.storage_options
+        )
+        if where is not None:
+            warn_quarantined(self.label, spec, len(result.quarantine), where)
+        return _backend.to_backend(conform(result.data, self.meta), self.backend)
+
+
+def read_jsonl(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    columns: Sequence[str] | None = None,
+    *,
+    add_filename: bool = False,
+    text_column: str = "text",
+    id_column: str = "id",
+    blocksize: int | str | None = None,
+    files_per_partition: int | None = None,
+    on_error: str = "quarantine",
+    quarantine_path: str | None = None,
+    max_document_bytes: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Any:
+    """Read JSONL files into a lazy dask dataframe (see :class:`JsonlReader` for arguments).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        One partition per :meth:`JsonlReader.partitions` entry, with string ``id`` and
+        ``text`` columns first; pandas partitions, or cudf with the cudf backend.
+
+    Examples
+    --------
+    >>> from importlib.resources import files
+    >>> df = read_jsonl(str(files("curator_dask") / "data" / "sample.jsonl.gz"))
+    >>> list(df.columns)
+    ['id', 'text', 'source']
+    >>> len(df)
+    4000
+    """
+    return JsonlReader(
+        paths,
+        columns=columns,
+        add_filename=add_filename,
+        text_column=text_column,
+        id_column=id_column,
+        blocksize=blocksize,
+        files_per_partition=files_per_partition,
+        on_error=on_error,
+        quarantine_path=quarantine_path,
+        max_document_bytes=max_document_bytes,
+        storage_options=storage_options,
+    ).to_dask()

@@ -1,0 +1,155 @@
+"""Quarantine files: the bad input records a read set aside, one JSONL file per partition.
+
+Each line is a JSON object with the keys of
+:data:`~curator_dask.io.base.QUARANTINE_COLUMNS`: ``file`` (the input file), ``line``
+(1-based line number in that file, -1 when unknown; for Parquet the 0-based row number),
+``byte_offset`` (of the record in the decompressed file, -1 for Parquet), ``reason`` and
+``raw`` (the record's original bytes decoded as UTF-8 with ``backslashreplace``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any
+
+import pandas as pd
+
+from curator_dask.io._files import get_fs, write_bytes
+from curator_dask.io.base import QUARANTINE_COLUMNS, empty_quarantine
+
+
+def quarantine_part_name(index: int) -> str:
+    """``part-00042.jsonl`` for partition 42."""
+    return f"part-{index:05d}.jsonl"
+
+
+def encode_quarantine(frame: pd.DataFrame) -> bytes:
+    """Serialise quarantine rows as JSONL bytes."""
+    lines = []
+    for file, line, offset, reason, raw in zip(
+        *(frame[c].tolist() for c in QUARANTINE_COLUMNS), strict=True
+    ):
+        if isinstance(raw, (bytes, bytearray, memoryview)):
+            raw = bytes(raw).decode("utf-8", errors="backslashreplace")
+        rec = {
+            "file": str(file),
+            "line": int(line),
+            "byte_offset": int(offset),
+            "reason": str(reason),
+            "raw": "" if raw is None else str(raw),
+        }
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass") if lines else b""
+
+
+def write_quarantine_file(
+    frame: pd.DataFrame, directory: str, index: int, storage_options: dict[str, Any] | None
+) -> str | None:
+    """Write ``frame`` to ``<directory>/part-<index>.jsonl`` (atomic); remove a stale one if empty.
+
+    Returns the path written, or None when ``frame`` is empty.
+    """
+    fs, root = get_fs(directory, storage_options)
+    final = posixpath.join(root.rstrip("/"), quarantine_part_name(index))
+    if not len(frame):
+        if fs.exists(final):
+            fs.rm(final)
+        return None
+    fs.makedirs(root, exist_ok=True)
+    write_bytes(fs, final, encode_quarantine(frame))
+    return final if "://" not in directory else fs.unstrip_protocol(final)
+
+
+def write_quarantine(
+    frame: pd.DataFrame,
+    path: str,
+    index: int,
+    storage_options: dict[str, Any] | None = None,
+) -> str | None:
+    """Write the quarantine rows of partition ``index`` under an output directory.
+
+    This writes to disk now: ``<path>/_quarantine/part-<index:05d>.jsonl``, atomically
+    (temporary name then rename; a direct write on object stores). An empty ``frame``
+    writes nothing and removes a file left at that name by an earlier run.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Rows with the columns of :data:`~curator_dask.io.base.QUARANTINE_COLUMNS`, as in
+        :attr:`~curator_dask.io.base.ReadResult.quarantine`.
+    path : str
+        The output directory of the run (local or ``s3://...``).
+    index : int
+        The partition index.
+    storage_options : dict, optional
+        Passed to fsspec.
+
+    Returns
+    -------
+    str or None
+        The file written, or None when ``frame`` is empty.
+    """
+    directory = path.rstrip("/") + "/_quarantine"
+    return write_quarantine_file(frame, directory, index, storage_options)
+
+
+def read_quarantine(path: str, storage_options: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Load quarantined records into one pandas frame.
+
+    Parameters
+    ----------
+    path : str
+        A quarantine file, a directory of ``part-*.jsonl`` quarantine files, or an output
+        directory holding a ``_quarantine/`` folder.
+    storage_options : dict, optional
+        Passed to fsspec.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``file, line, byte_offset, reason, raw`` (``raw`` as the text stored in the
+        file), plus ``partition`` (the index in the file name, -1 if it has none). Empty when
+        nothing was quarantined.
+
+    Examples
+    --------
+    >>> read_quarantine("/no/such/dir").empty
+    True
+    """
+    fs, root = get_fs(path, storage_options)
+    if fs.isfile(root):
+        files = [root]
+    elif fs.isdir(root):
+        sub = posixpath.join(root.rstrip("/"), "_quarantine")
+        base = sub if fs.isdir(sub) else root
+        files = sorted(p for p in fs.glob(posixpath.join(base.rstrip("/"), "part-*.jsonl")))
+    else:
+        files = []
+    frames = []
+    for name in files:
+        data = fs.cat_file(name)
+        recs = [json.loads(line) for line in data.splitlines() if line.strip()]
+        if not recs:
+            continue
+        part = pd.DataFrame.from_records(recs, columns=list(QUARANTINE_COLUMNS))
+        stem = posixpath.basename(name)
+        digits = stem[len("part-") : -len(".jsonl")]
+        part["partition"] = int(digits) if digits.isdigit() else -1
+        frames.append(part)
+    if not frames:
+        out = empty_quarantine()
+        out["raw"] = out["raw"].astype("string")
+        out["partition"] = pd.Series([], dtype="int64")
+        return out
+    out = pd.concat(frames, ignore_index=True)
+    return out.astype(
+        {
+            "file": "string",
+            "line": "int64",
+            "byte_offset": "int64",
+            "reason": "string",
+            "raw": "string",
+            "partition": "int64",
+        }
+    )

@@ -1,0 +1,277 @@
+"""Writers: one file per partition, atomic, resumable, with a completion marker.
+
+Files in the output directory:
+
+- ``part-<index:05d>.jsonl`` / ``.parquet``: partition ``index``, written to
+  ``<name>.tmp-<uuid>`` in the same directory and renamed, so a final name never holds a
+  partial file (on S3 and other object stores the object is written directly: it becomes
+  visible only when its upload completes);
+- ``_SUCCESS``: JSON of the run summary, written by :meth:`Writer.finish`;
+- ``_quarantine/part-<index:05d>.jsonl``: see :func:`~curator_dask.io.write_quarantine`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curator_dask import _backend
+from curator_dask.io._files import atomic_output, get_fs, path_error, write_bytes
+from curator_dask.io.base import Writer, WriteResult
+
+MODES = ("overwrite", "resume", "error")
+_JSONL_ROWS_PER_CHUNK = 20_000
+
+
+@dataclass
+class _FileWriter(Writer):
+    """Shared logic of the JSONL and Parquet writers."""
+
+    path: str
+    mode: str = "overwrite"
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)
+
+    suffix: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        self.path = str(self.path)
+
+    # -- names -----------------------------------------------------------------------------
+    def part_name(self, index: int) -> str:
+        """The file name of partition ``index``, e.g. ``part-00042.jsonl``."""
+        return f"part-{index:05d}{self.suffix}"
+
+    def _fs(self) -> tuple[Any, str]:
+        fs, root = get_fs(self.path, self.storage_options)
+        return fs, root.rstrip("/")
+
+    def _full(self, fs: Any, name: str) -> str:
+        return name if "://" not in self.path else fs.unstrip_protocol(name)
+
+    # -- the Writer contract ---------------------------------------------------------------
+    def begin(self) -> None:
+        """Prepare the output directory according to ``mode``.
+
+        ``overwrite`` deletes part files, temporary files, ``_SUCCESS`` and quarantine
+        files of an earlier run (other files are left alone); ``resume`` keeps finished
+        part files and deletes temporary files and ``_SUCCESS``; ``error`` raises
+        :class:`FileExistsError` if the directory exists and is not empty.
+        """
+        fs, root = self._fs()
+        try:
+            exists = fs.exists(root)
+            if self.mode == "error" and exists and fs.ls(root, detail=False):
+                raise FileExistsError(
+                    f"output directory {self.path} is not empty (mode='error'); use "
+                    "mode='overwrite' to replace it or mode='resume' to continue it"
+                )
+            if exists:
+                stale = self._stale(fs, root)
+                if stale:
+                    fs.rm(stale)
+            fs.makedirs(root, exist_ok=True)
+        except FileExistsError:
+            raise
+        except OSError as err:
+            raise path_error(err, "prepare output directory", self.path) from err
+
+    def _stale(self, fs: Any, root: str) -> list[str]:
+        names = fs.ls(root, detail=False)
+        tmp = re.compile(r"\.tmp-[0-9a-f]{32}$")
+        out = [n for n in names if tmp.search(n)]
+        out += [n for n in names if posixpath.basename(n) == "_SUCCESS"]
+        if self.mode == "overwrite":
+            part = re.compile(r"^part-\d{5,}" + re.escape(self.suffix) + "$")
+            out += [n for n in names if part.match(posixpath.basename(n))]
+            qdir = posixpath.join(root, "_quarantine")
+            if fs.isdir(qdir):
+                out += [
+                    n
+                    for n in fs.ls(qdir, detail=False)
+                    if re.match(r"^part-\d{5,}\.jsonl$", posixpath.basename(n)) or tmp.search(n)
+                ]
+        return sorted(set(out))
+
+    def is_done(self, index: int) -> bool:
+        """True in ``resume`` mode when partition ``index`` was written by an earlier run.
+
+        A part file exists only once it is complete (it is renamed into place), so its
+        existence is enough.
+        """
+        if self.mode != "resume":
+            return False
+        fs, root = self._fs()
+        return bool(fs.exists(posixpath.join(root, self.part_name(index))))
+
+    def write_partition(self, part: Any, index: int) -> WriteResult:
+        """Write one partition (pandas or cudf) to ``part-<index:05d>``, atomically."""
+        fs, root = self._fs()
+        final = posixpath.join(root, self.part_name(index))
+        with atomic_output(fs, final) as f:
+            self._encode(part, f)
+        return WriteResult(index, self._full(fs, final), len(part))
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        """Write ``_SUCCESS`` holding ``summary`` as JSON (atomically)."""
+        fs, root = self._fs()
+        data = json.dumps(summary, indent=2, sort_keys=True, default=str).encode()
+        write_bytes(fs, posixpath.join(root, "_SUCCESS"), data)
+
+    def _encode(self, part: Any, f: Any) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class JsonlWriter(_FileWriter):
+    """Write partitions as JSONL files ``part-<index:05d>.jsonl`` (UTF-8, one object a line).
+
+    Parameters
+    ----------
+    path : str
+        Output directory, local or an fsspec URL (``s3://bucket/out``).
+    mode : {"overwrite", "resume", "error"}
+        ``overwrite`` (default) clears the part files of an earlier run in :meth:`begin`;
+        ``resume`` keeps them and :meth:`is_done` says which partitions to skip; ``error``
+        refuses a non-empty directory.
+    storage_options : dict, optional
+        Passed to fsspec.
+
+    Notes
+    -----
+    Rows are written with pandas' JSON encoder: missing values become ``null``, floats keep
+    15 significant digits, datetimes are ISO 8601, the index is not written.
+    """
+
+    suffix: ClassVar[str] = ".jsonl"
+
+    def _encode(self, part: Any, f: Any) -> None:
+        part = _backend.to_pandas(part)
+        for start in range(0, len(part), _JSONL_ROWS_PER_CHUNK):
+            f.write(encode_jsonl(part.iloc[start : start + _JSONL_ROWS_PER_CHUNK]))
+
+
+def encode_jsonl(part: pd.DataFrame) -> bytes:
+    """Encode a pandas frame as JSONL bytes (records, no index, UTF-8, newline-terminated)."""
+    if not len(part):
+        return b""
+    text = part.to_json(
+        orient="records", lines=True, force_ascii=False, date_format="iso", double_precision=15
+    )
+    if not text.endswith("\n"):
+        text += "\n"
+    # pandas escapes "/" as "\/"; every "/" is escaped, so "\/" can only be such an escape.
+    return text.replace("\\/", "/").encode("utf-8", errors="surrogatepass")
+
+
+@dataclass
+class ParquetWriter(_FileWriter):
+    """Write partitions as Parquet files ``part-<index:05d>.parquet``.
+
+    Parameters
+    ----------
+    path : str
+        Output directory, local or an fsspec URL.
+    mode : {"overwrite", "resume", "error"}
+        As for :class:`JsonlWriter`.
+    storage_options : dict, optional
+        Passed to fsspec.
+    compression : str
+        Parquet codec (``"zstd"``, ``"snappy"``, ...).
+    row_group_size : int, optional
+        Rows per row group (pyarrow's default if None).
+    """
+
+    compression: str = "zstd"
+    row_group_size: int | None = None
+
+    suffix: ClassVar[str] = ".parquet"
+
+    def _encode(self, part: Any, f: Any) -> None:
+        if hasattr(part, "to_arrow") and not isinstance(part, pd.DataFrame):
+            table = part.to_arrow(preserve_index=False)  # cudf: straight to arrow
+        else:
+            table = pa.Table.from_pandas(part, preserve_index=False)
+        pq.write_table(table, f, compression=self.compression, row_group_size=self.row_group_size)
+
+
+def _write(df: Any, writer: _FileWriter) -> list[WriteResult]:
+    import dask
+    import dask.dataframe as dd
+
+    if isinstance(df, pd.DataFrame):
+        df = dd.from_pandas(df, npartitions=1)
+    writer.begin()
+    parts = df.to_delayed()
+    todo = [i for i in range(len(parts)) if not writer.is_done(i)]
+    tasks = [dask.delayed(writer.write_partition)(parts[i], i) for i in todo]
+    results = list(dask.compute(*tasks))
+    summary = {
+        "partitions": len(parts),
+        "written": len(results),
+        "skipped": len(parts) - len(results),
+        "rows_written": sum(r.rows for r in results),
+        "files": [posixpath.basename(r.path) for r in results],
+    }
+    writer.finish(summary)
+    return results
+
+
+def write_jsonl(
+    df: Any,
+    path: str,
+    *,
+    mode: str = "overwrite",
+    storage_options: dict[str, Any] | None = None,
+) -> list[WriteResult]:
+    """Write a dask dataframe as one JSONL file per partition. This computes ``df``.
+
+    Writes ``<path>/part-<index:05d>.jsonl`` for every partition (atomically), then
+    ``<path>/_SUCCESS`` with a JSON summary. See :class:`JsonlWriter` for ``mode``.
+
+    Returns
+    -------
+    list of WriteResult
+        The partitions written by this call (in ``resume`` mode, not the skipped ones).
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd, dask.dataframe as dd
+    >>> df = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"]}), npartitions=2)
+    >>> out = tempfile.mkdtemp()
+    >>> [r.rows for r in write_jsonl(df, out)]
+    [1, 1]
+    """
+    return _write(df, JsonlWriter(path, mode=mode, storage_options=storage_options))
+
+
+def write_parquet(
+    df: Any,
+    path: str,
+    *,
+    mode: str = "overwrite",
+    storage_options: dict[str, Any] | None = None,
+    compression: str = "zstd",
+) -> list[WriteResult]:
+    """Write a dask dataframe as one Parquet file per partition. This computes ``df``.
+
+    Writes ``<path>/part-<index:05d>.parquet`` for every partition (atomically), then
+    ``<path>/_SUCCESS``. See :class:`ParquetWriter`.
+
+    Returns
+    -------
+    list of WriteResult
+        The partitions written by this call.
+    """
+    writer = ParquetWriter(
+        path, mode=mode, storage_options=storage_options, compression=compression
+    )
+    return _write(df, writer)
