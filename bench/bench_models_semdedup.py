@@ -4,7 +4,8 @@ Runs :class:`~curator_dask.dedup.semantic.SemanticDeduplicationWorkflow` on
 ``curator_dask/data/sample.jsonl.gz`` (4,000 documents) with the bundled all-MiniLM-L6-v2 on
 the CPU. The embeddings and clusters are computed once and reused from the cache for every
 ``eps`` (only the duplicates step depends on it). For each ``eps`` it reports the removed
-documents, how many of them the sample's near-duplicate ground truth
+documents, how many have the same text as their kept document, how many of them the
+sample's near-duplicate ground truth
 (``tests/data/sample_truth/clusters.jsonl.gz``: word 5-gram Jaccard >= 0.8) also puts in a
 cluster with their kept document, and three example pairs.
 
@@ -87,8 +88,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for a, b in zip(pairs["id"], pairs["group"], strict=True)
             if a in truth and truth[a] == truth.get(b)
         )
-        # three examples spread over the similarity range: the least similar pairs first
-        picks = pairs.iloc[[0, len(pairs) // 2, len(pairs) - 1]] if len(pairs) >= 3 else pairs
+        identical = sum(
+            texts[a] == texts[b] for a, b in zip(pairs["id"], pairs["group"], strict=True)
+        )
+        # three examples whose texts differ, spread over the similarity range (least first)
+        differ = pairs[
+            [texts[a] != texts[b] for a, b in zip(pairs["id"], pairs["group"], strict=True)]
+        ]
+        picks = differ.iloc[[0, len(differ) // 2, len(differ) - 1]] if len(differ) >= 3 else differ
         examples = [
             {
                 "removed": r.id,
@@ -105,6 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "documents": summary["documents"],
                 "removed": summary["removed"],
                 "duplicate_groups": summary["duplicate_groups"],
+                "removed_identical_text": identical,
                 "removed_also_near_dup_in_truth": in_truth,
                 "seconds": time.perf_counter() - t0,
                 "step_seconds": summary["seconds"],
@@ -114,18 +122,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"eps={eps}: removed {summary['removed']} in {rows[-1]['seconds']:.1f}s", flush=True)
 
     print()
-    print(f"{'eps':>6} {'documents':>9} {'removed':>8} {'groups':>7} {'in truth':>9}")
+    print(
+        f"{'eps':>6} {'documents':>9} {'removed':>8} {'groups':>7} {'identical':>9} {'in truth':>9}"
+    )
     for r in rows:
         print(
             f"{r['eps']:>6} {r['documents']:>9} {r['removed']:>8} {r['duplicate_groups']:>7} "
-            f"{r['removed_also_near_dup_in_truth']:>9}"
+            f"{r['removed_identical_text']:>9} {r['removed_also_near_dup_in_truth']:>9}"
         )
     for r in rows:
         print(f"\neps={r['eps']} examples:")
         for ex in r["examples"]:
             print(f"  {ex['removed']} ~ {ex['kept']} (cos {ex['cosine_similarity']})")
-            print(f"    removed: {ex['removed_text'][:120]!r}")
-            print(f"    kept:    {ex['kept_text'][:120]!r}")
+            print(f"    removed: {ex['removed_text'][:160]!r}")
+            print(f"    kept:    {ex['kept_text'][:160]!r}")
     result = {
         "benchmark": "bench_models_semdedup",
         "sample": str(SAMPLE.relative_to(ROOT)),

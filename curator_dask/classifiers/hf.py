@@ -135,7 +135,13 @@ class HFSequenceClassifier(ProcessingStage):
         """The label names, from ``labels`` or the model's ``config.json``."""
         if self.labels is not None:
             return tuple(self.labels)
-        config = _hf.read_json(Path(self.model_dir) / "config.json")
+        path = Path(self.model_dir) / "config.json"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{self.stage_name}: {path} not found; pass labels=[...] if the model "
+                "directory exists only on the workers"
+            )
+        config = _hf.read_json(path)
         id2label = config.get("id2label")
         if not id2label:
             n = int(config.get("num_labels", 2))

@@ -173,12 +173,19 @@ class SemanticDeduplicationWorkflow:
 
         paths = _input_files(self.input_path)
         is_parquet = bool(paths) and all(p.endswith(".parquet") for p in paths)
-        kw = {
-            "text_column": self.text_column,
-            "id_column": self.id_column,
-            "blocksize": self.input_blocksize,
-        }
-        return read_parquet(paths, **kw) if is_parquet else read_jsonl(paths, **kw)
+        if is_parquet:
+            return read_parquet(
+                paths,
+                text_column=self.text_column,
+                id_column=self.id_column,
+                blocksize=self.input_blocksize,
+            )
+        return read_jsonl(
+            paths,
+            text_column=self.text_column,
+            id_column=self.id_column,
+            blocksize=self.input_blocksize,
+        )
 
     def compute_embeddings(self) -> str:
         """Step 1: embed every document; skipped if already done. Returns its directory."""
@@ -546,7 +553,7 @@ def _input_files(input_path: str | Sequence[str] | None) -> list[str]:
 
 def _file_fingerprint(input_path: str | Sequence[str] | None) -> str:
     """Paths, sizes and mtimes of the input files (remote paths: the path alone)."""
-    stats = []
+    stats: list[tuple[str, int | None, int | None]] = []
     for f in _input_files(input_path):
         try:
             st = os.stat(f)
