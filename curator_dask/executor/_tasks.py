@@ -20,7 +20,8 @@ from fsspec.core import url_to_fs
 
 from curator_dask import _backend
 from curator_dask import config as _config
-from curator_dask.io.base import PartitionSpec, Reader, Writer
+from curator_dask.io.base import PartitionSpec, Reader, Writer, empty_quarantine
+from curator_dask.io.quarantine import write_quarantine_file
 from curator_dask.stage import ProcessingStage, StageStats, ready_stage, run_stage
 
 STATS_DIR = "_stats"
@@ -81,35 +82,15 @@ def write_quarantine(
     index: int,
     storage_options: dict[str, Any] | None = None,
 ) -> str | None:
-    """Write quarantine records of partition ``index`` (or remove a stale file if none)."""
+    """Write partition ``index``'s quarantine records (or remove a stale file if none).
+
+    The directory is ``curator.io.quarantine-dir`` if set, else ``<output>/_quarantine``;
+    the format is that of :func:`curator_dask.io.write_quarantine`.
+    """
     qdir = _config.get("io.quarantine-dir") or _join(output, QUARANTINE_DIR)
-    fs, root = _fs(qdir, storage_options)
-    path = _join(root, part_name(index, ".jsonl"))
-    if frame is None or len(frame) == 0:
-        if fs.exists(path):
-            fs.rm(path)
-        return None
-    lines = []
-    for rec in frame.to_dict("records"):
-        raw = rec.get("raw")
-        if isinstance(raw, (bytes, bytearray)):
-            rec["raw"] = bytes(raw).decode("utf-8", errors="backslashreplace")
-        lines.append(json.dumps({k: _jsonable(v) for k, v in rec.items()}, ensure_ascii=False))
-    write_bytes_atomic(fs, path, ("\n".join(lines) + "\n").encode("utf-8"))
-    return path
-
-
-def _jsonable(v: Any) -> Any:
-    if v is None or isinstance(v, (str, int, float, bool)):
-        return v
-    if hasattr(v, "item"):  # numpy scalars
-        return v.item()
-    try:
-        if pd.isna(v):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(v)
+    if frame is None:
+        frame = empty_quarantine()
+    return write_quarantine_file(frame, qdir, index, storage_options)
 
 
 # -- streaming mode ---------------------------------------------------------------------------

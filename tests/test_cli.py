@@ -1,0 +1,284 @@
+"""The ``curator-dask`` command: pipeline files, their errors, cluster flags, subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from curator_dask import Filter, Modifier
+from curator_dask.cli import (
+    ConfigError,
+    add_cluster_args,
+    cluster_config_from_args,
+    main,
+    run_config_from_dict,
+)
+from curator_dask.cluster import ClusterConfig
+
+
+@dataclass(kw_only=True)
+class MinWords(Filter):
+    min_words: int = 3
+
+    def keep(self, text: pd.Series) -> pd.Series:
+        return text.str.split().str.len() >= self.min_words
+
+
+@dataclass(kw_only=True)
+class Upper(Modifier):
+    def modify(self, text: pd.Series) -> pd.Series:
+        return text.str.upper()
+
+
+MODULE = Path(__file__).stem  # importable: pytest puts tests/ on sys.path
+
+
+def write_inputs(tmp_path: Path, records: list[dict], n_files: int = 3) -> Path:
+    src = tmp_path / "in"
+    src.mkdir()
+    per = -(-len(records) // n_files)
+    for i in range(n_files):
+        with open(src / f"shard-{i}.jsonl", "w") as f:
+            for rec in records[i * per : (i + 1) * per]:
+                f.write(json.dumps(rec) + "\n")
+    return src
+
+
+def pipeline_dict(src: Path, out: Path, min_words: Any = 50) -> dict[str, Any]:
+    return {
+        "name": "cli-test",
+        "reader": {"class": "JsonlReader", "params": {"paths": str(src), "files_per_partition": 1}},
+        "stages": [
+            {"class": f"{MODULE}:Upper"},
+            {
+                "class": f"{MODULE}:MinWords",
+                "params": {"min_words": min_words},
+                "resources": {"cpus": 1},
+            },
+        ],
+        "writer": {"class": "JsonlWriter", "params": {"path": str(out)}},
+    }
+
+
+@pytest.fixture
+def records(sample_records: list[dict]) -> list[dict]:
+    return sample_records[:300]
+
+
+def expected_ids(records: list[dict], min_words: int) -> list[str]:
+    return [r["id"] for r in records if len(r["text"].upper().split()) >= min_words]
+
+
+def output_ids(out: Path) -> list[str]:
+    ids = []
+    for f in sorted(out.glob("part-*.jsonl")):
+        ids += [json.loads(line)["id"] for line in f.read_text().splitlines() if line]
+    return ids
+
+
+# -- config errors name the key ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("change", "key", "message"),
+    [
+        (
+            lambda d: d["stages"][1]["params"].update(min_words="many"),
+            "stages[1].params.min_words",
+            "expected int, got 'many'",
+        ),
+        (
+            lambda d: d["stages"][1]["params"].update(min_wrods=3),
+            "stages[1].params.min_wrods",
+            "has no parameter 'min_wrods'",
+        ),
+        (
+            lambda d: d["stages"][0].update({"class": "NoSuchStage"}),
+            "stages[0].class",
+            "unknown class 'NoSuchStage'",
+        ),
+        (
+            lambda d: d["stages"][0].update({"class": "no_such_module:X"}),
+            "stages[0].class",
+            "cannot import module",
+        ),
+        (
+            lambda d: d["stages"][1].update(resources={"gpus": -1}),
+            "stages[1].resources.gpus",
+            "must be a number >= 0",
+        ),
+        (
+            lambda d: d["stages"][1].update(resources={"tpus": 1}),
+            "stages[1].resources.tpus",
+            "unknown key",
+        ),
+        (lambda d: d["stages"][1].update(extra=1), "stages[1].extra", "unknown key"),
+        (lambda d: d.pop("reader"), "reader", "required"),
+        (lambda d: d["reader"].update(params={}), "reader.params.paths", "required"),
+        (
+            lambda d: d["reader"].update({"class": f"{MODULE}:Upper"}),
+            "reader.class",
+            "not a Reader",
+        ),
+        (
+            lambda d: d["writer"]["params"].update(mode="sometimes"),
+            "writer.params.mode",
+            "mode must be one of",
+        ),
+        (lambda d: d.update(execution={"mode": "eager"}), "execution.mode", "expected"),
+        (lambda d: d.update(cluster={"n_wrokers": 2}), "cluster.n_wrokers", "unknown setting"),
+        (lambda d: d.update(stagse=[]), "stagse", "unknown key"),
+        (lambda d: d.update(stages={"a": 1}), "stages", "expected a list"),
+    ],
+)
+def test_config_errors_name_the_key(tmp_path: Path, change: Any, key: str, message: str) -> None:
+    data = pipeline_dict(tmp_path, tmp_path / "out")
+    change(data)
+    with pytest.raises(ConfigError, match=message) as info:
+        run_config_from_dict(data)
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: ")
+
+
+def test_run_config_reads_every_section(tmp_path: Path) -> None:
+    data = pipeline_dict(tmp_path, tmp_path / "out", min_words=7)
+    data["stages"][1]["resources"] = {"gpus": 0.5}
+    data["stages"][1]["name"] = "long_enough"
+    data.update(
+        execution={"mode": "batch", "max_in_flight": 3},
+        cluster={"n_workers": 2, "threads-per-worker": 1},
+        config={"curator.io.blocksize": "1MB"},
+    )
+    run = run_config_from_dict(data)
+    stage = run.pipeline.stages[1]
+    assert (stage.min_words, stage.resources.gpus, stage.stage_name) == (7, 0.5, "long_enough")
+    assert (run.execution_mode, run.max_in_flight) == ("batch", 3)
+    assert (run.cluster.n_workers, run.cluster.threads_per_worker) == (2, 1)
+    assert run.dask_config == {"curator.io.blocksize": "1MB"}
+
+
+def test_cli_reports_config_errors_with_the_file_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(pipeline_dict(tmp_path, tmp_path / "out", min_words="x")))
+    assert main(["run", str(cfg), "--sequential"]) == 2
+    err = capsys.readouterr().err
+    assert f"{cfg}: stages[1].params.min_words: expected int, got 'x'" in err
+
+
+# -- cluster flags ---------------------------------------------------------------------------
+def test_cluster_flags_override_the_file_and_config() -> None:
+    parser = add_cluster_args(argparse.ArgumentParser())
+    base = ClusterConfig(n_workers=4, threads_per_worker=2, memory_limit="2GB")
+    args = parser.parse_args(["--n-workers", "1", "--local-directory", "/scratch"])
+    cfg = cluster_config_from_args(args, base)
+    assert (cfg.kind, cfg.n_workers, cfg.threads_per_worker) == ("cpu", 1, 2)
+    assert (cfg.memory_limit, cfg.local_directory) == ("2GB", "/scratch")
+    cfg = cluster_config_from_args(parser.parse_args(["--scheduler-file", "s.json"]), base)
+    assert (cfg.kind, cfg.scheduler_file) == ("scheduler_file", "s.json")
+    cfg = cluster_config_from_args(parser.parse_args(["--gpu"]))
+    assert cfg.kind == "gpu"
+    both = parser.parse_args(["--scheduler-file", "s.json", "--scheduler-address", "tcp://x:1"])
+    with pytest.raises(ConfigError, match="--scheduler-address"):
+        cluster_config_from_args(both)
+
+
+def test_subcommand_modules_register(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    module = types.ModuleType("fake_curator_subcommand")
+
+    def register(subparsers: Any, add_args: Any, client_from_args: Any) -> None:
+        p = subparsers.add_parser("hello")
+        add_args(p)
+        p.set_defaults(func=lambda args: seen.update(n=args.n_workers) or 0)
+
+    module.register = register  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr("curator_dask.cli.SUBCOMMAND_MODULES", [module.__name__])
+    assert main(["hello", "--n-workers", "3"]) == 0
+    assert seen == {"n": 3}
+    assert main([]) == 2
+
+
+# -- end to end --------------------------------------------------------------------------------
+def test_run_end_to_end_sequential(
+    tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture
+) -> None:
+    src = write_inputs(tmp_path, records)
+    with open(src / "shard-1.jsonl", "a") as f:
+        f.write('{"id": "broken", "text": \n')  # one malformed line: quarantined
+    out = tmp_path / "out"
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(pipeline_dict(src, out)))
+    assert main(["run", str(cfg), "--sequential"]) == 0
+    printed = capsys.readouterr()
+    assert f"output: {out}" in printed.out
+    assert "lazy: nothing runs until run()" in printed.err  # the pipeline is shown first
+    assert output_ids(out) == expected_ids(records, 50)
+    stats = json.loads((out / "_stats.json").read_text())
+    assert (stats["read"], stats["quarantined"]) == (len(records) + 1, 1)
+    assert stats["kept"] == len(expected_ids(records, 50))
+    assert stats["partitions"] == 3
+    assert (out / "_quarantine" / "part-00001.jsonl").exists()
+    assert (out / "_SUCCESS").exists()
+
+
+def test_run_dry_run_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(pipeline_dict(tmp_path, tmp_path / "out")))
+    assert main(["run", str(cfg), "--dry-run"]) == 0
+    assert "MinWords [cpus=1]" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_run_end_to_end_on_a_local_cluster(
+    tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture
+) -> None:
+    src = write_inputs(tmp_path, records)
+    out = tmp_path / "out"
+    data = pipeline_dict(src, out, min_words=20)
+    data["execution"] = {"mode": "batch"}
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    args = [
+        "run",
+        str(cfg),
+        "--n-workers",
+        "1",
+        "--threads-per-worker",
+        "2",
+        "--local-directory",
+        str(tmp_path / "scratch"),
+    ]
+    assert main(args) == 0
+    assert "batch" in capsys.readouterr().out
+    assert output_ids(out) == expected_ids(records, 20)
+    assert json.loads((out / "_stats.json").read_text())["execution_mode"] == "batch"
+
+
+def test_bare_class_names_resolve_to_package_stages(tmp_path: Path) -> None:
+    from curator_dask.filters import WordCountFilter
+    from curator_dask.modifiers import UnicodeNormalizer
+
+    data = pipeline_dict(tmp_path, tmp_path / "out")
+    data["stages"] = [
+        "UnicodeNormalizer",
+        {"class": "WordCountFilter", "params": {"min_words": 10}},
+    ]
+    run = run_config_from_dict(data)
+    first, second = run.pipeline.stages
+    assert isinstance(first, UnicodeNormalizer)
+    assert isinstance(second, WordCountFilter)
+    assert second.min_words == 10
+    data["stages"][1]["params"]["min_words"] = 2.5
+    with pytest.raises(ConfigError, match=r"stages\[1\]\.params\.min_words: expected int"):
+        run_config_from_dict(data)
