@@ -1,4 +1,4 @@
-"""Exact and fuzzy (MinHash + LSH) deduplication workflows."""
+"""Exact, fuzzy (MinHash + LSH) and semantic (embeddings + k-means) deduplication workflows."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from curator_dask.dedup.minhash import (
     shingle_hashes,
 )
 from curator_dask.dedup.planner import LSHPlan, plan_lsh
+from curator_dask.dedup.semantic import SemanticDeduplicationWorkflow
 
 __all__ = [
     "ExactDeduplicationWorkflow",
     "FuzzyDeduplicationWorkflow",
     "LSHPlan",
+    "SemanticDeduplicationWorkflow",
     "band_hashes",
     "candidate_probability",
     "choose_bands",
