@@ -42,7 +42,7 @@ class BadRecords:
     reasons: list[str] = field(default_factory=list)
     raws: list[bytes] = field(default_factory=list)
 
-    def add(self, line: int, offset: int, reason: str, raw: bytes) -> None:
+    def add(self, line: int, offset: int, reason: str, raw: bytes | memoryview) -> None:
         self.lines.append(int(line))
         self.offsets.append(int(offset))
         self.reasons.append(reason)

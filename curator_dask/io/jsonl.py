@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,39 +157,105 @@ class _Block:
         return bytes(self.buf[self.lines.starts[i] : self.lines.ends[i]])
 
 
-#: Below this many records a block that pyarrow refuses is examined line by line.
+#: Below this many records a run that pyarrow refuses is examined line by line.
 _PER_LINE_RECORDS = 32
 _SPLIT_INTO = 8
+#: Type conflicts between good records tolerated in a run before going line by line.
+_MAX_CONFLICTS = 8
+#: pyarrow reports an exact failing row only when the run is one parse block.
+_MAX_SINGLE_BLOCK = 1 << 30
+_ROW_RE = re.compile(r"in row (\d+)")
 
 
 def _parse_records(ctx: _Block, idx: np.ndarray) -> list[tuple[pd.DataFrame, np.ndarray]]:
     """Parse the records ``idx`` (line numbers in the block): [(frame, records kept)].
 
-    The whole run of lines is parsed at once by pyarrow. When pyarrow refuses it (a bad
-    line somewhere, or types that differ between records), the run is cut into pieces that
-    are parsed the same way, so only small pieces around the culprits are examined line by
-    line: one bad line costs about two vectorised passes, not a Python loop over the block.
+    The whole run of lines is parsed at once by pyarrow (multi-threaded). When pyarrow
+    refuses it (a bad line somewhere, or a field whose type differs between records), the
+    run is parsed again as one parse block, where pyarrow names the failing row: the rows
+    before it are parsed together, only that line is examined on its own, and parsing goes
+    on after it. One bad line costs about two vectorised passes, not a Python loop.
     """
-    lo, hi = int(ctx.lines.starts[idx[0]]), int(ctx.lines.ends[idx[-1]])
-    # Lines between records are blank (or blanked out): pyarrow skips them.
-    table = _arrow_parse(ctx.buf[lo:hi], int(ctx.lengths[idx].max()), len(idx))
-    if table is not None:
-        try:
-            part, keep = _check_text_arrow(table, ctx.text_column, ctx.id_column)
-        except (pa.ArrowException, UnicodeDecodeError):
-            table = None
-    if table is not None:
-        col = table.column(ctx.text_column) if ctx.text_column in table.column_names else None
-        for j in np.flatnonzero(~keep):
-            ctx.reject(idx[j], _text_reason(None if col is None else col[int(j)], ctx.text_column))
-        return [(part, idx[keep])]
+    got = _accept(ctx, idx, _arrow_parse(_span(ctx, idx), int(ctx.lengths[idx].max()), len(idx)))
+    return [got] if got is not None else _parse_located(ctx, idx)
+
+
+def _span(ctx: _Block, idx: np.ndarray) -> memoryview:
+    # Lines between the records are blank (or blanked out): pyarrow skips them.
+    return ctx.buf[int(ctx.lines.starts[idx[0]]) : int(ctx.lines.ends[idx[-1]])]
+
+
+def _accept(
+    ctx: _Block, idx: np.ndarray, table: pa.Table | None
+) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """Check the text of a parsed run; quarantine rows without a string text."""
+    if table is None:
+        return None
+    try:
+        part, keep = _check_text_arrow(table, ctx.text_column, ctx.id_column)
+    except (pa.ArrowException, UnicodeDecodeError):
+        return None
+    col = table.column(ctx.text_column) if ctx.text_column in table.column_names else None
+    for j in np.flatnonzero(~keep):
+        ctx.reject(idx[j], _text_reason(None if col is None else col[int(j)], ctx.text_column))
+    return part, idx[keep]
+
+
+def _parse_located(ctx: _Block, idx: np.ndarray) -> list[tuple[pd.DataFrame, np.ndarray]]:
+    out: list[tuple[pd.DataFrame, np.ndarray]] = []
+    conflicts = 0
+    while len(idx):
+        span = _span(ctx, idx)
+        if len(span) >= _MAX_SINGLE_BLOCK or conflicts > _MAX_CONFLICTS:
+            return out + _bisect(ctx, idx)
+        max_len = int(ctx.lengths[idx].max())
+        table, row = _arrow_parse_located(span, len(idx))
+        got = _accept(ctx, idx, table)
+        if got is not None:
+            return [*out, got]
+        if row is None or row >= len(idx):
+            return out + _bisect(ctx, idx)
+        if row:
+            head = idx[:row]
+            got = _accept(ctx, head, _arrow_parse(_span(ctx, head), max_len, len(head)))
+            out.extend([got] if got is not None else _bisect(ctx, head))
+        part, kept = _parse_lines(ctx, idx[row : row + 1])
+        if len(kept):
+            conflicts += 1  # a good record that clashes with the types of earlier ones
+            out.append((part, kept))
+        idx = idx[row + 1 :]
+    return out
+
+
+def _bisect(ctx: _Block, idx: np.ndarray) -> list[tuple[pd.DataFrame, np.ndarray]]:
+    """Cut a refused run into pieces until they parse, or are small enough to go per line."""
     if len(idx) <= _PER_LINE_RECORDS:
         return [_parse_lines(ctx, idx)]
     out = []
     for piece in np.array_split(idx, _SPLIT_INTO):
         if len(piece):
-            out.extend(_parse_records(ctx, piece))
+            table = _arrow_parse(_span(ctx, piece), int(ctx.lengths[piece].max()), len(piece))
+            got = _accept(ctx, piece, table)
+            out.extend([got] if got is not None else _bisect(ctx, piece))
     return out
+
+
+def _arrow_parse_located(
+    buf: bytes | memoryview, n_records: int
+) -> tuple[pa.Table | None, int | None]:
+    """Parse as a single pyarrow block: the table, or None and the failing row if known."""
+    try:
+        table = pj.read_json(
+            pa.BufferReader(pa.py_buffer(buf)),
+            read_options=pj.ReadOptions(block_size=len(buf) + 1, use_threads=False),
+        )
+        table.validate(full=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        m = _ROW_RE.search(str(err))
+        return None, int(m.group(1)) if m else None
+    except UnicodeDecodeError:
+        return None, None
+    return (table, None) if table.num_rows == n_records else (None, None)
 
 
 def _without(

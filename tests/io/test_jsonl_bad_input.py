@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import zstandard
@@ -157,3 +158,30 @@ def test_mixed_types_in_other_fields_are_read(tmp_path: Path) -> None:
     assert len(res.quarantine) == 0
     assert res.data["text"].tolist() == [r["text"] for r in recs]
     assert [str(v) for v in res.data["score"]] == [str(r["score"]) for r in recs]
+
+
+def test_scattered_bad_lines_match_a_line_by_line_oracle(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    bad_kinds = [b'{"text": "cut', b'{"text": 3}', b"[1]", b'{"text": "\xff"}', b'{"x": 1}']
+    lines, want_ids, want_bad = [], [], []
+    for i in range(3000):
+        r = rng.random()
+        if r < 0.02:
+            lines.append(bad_kinds[i % len(bad_kinds)])
+            want_bad.append(i + 1)
+        elif r < 0.03:  # a good record whose other field changes type: not bad
+            lines.append(json.dumps({"id": f"d{i}", "text": f"t{i}", "meta": "s"}).encode())
+            want_ids.append(f"d{i}")
+        else:
+            lines.append(json.dumps({"id": f"d{i}", "text": f"t{i}", "meta": i}).encode())
+            want_ids.append(f"d{i}")
+    path = tmp_path / "scattered.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    for blocksize in ("1GB", 20_000):
+        data, quarantine, read = _read_all(JsonlReader(str(path), blocksize=blocksize))
+        assert read == 3000
+        assert data["id"].tolist() == want_ids
+        if blocksize == "1GB":
+            assert quarantine["line"].tolist() == want_bad
+        else:
+            assert len(quarantine) == len(want_bad)
