@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from dask.base import tokenize
@@ -37,6 +36,12 @@ def shuffle_method(client: Any = None) -> str:
     return method
 
 
+def _hidden(rel: str) -> bool:
+    # Markers, statistics and quarantine of a writer's output (_SUCCESS, _stats/, _quarantine/)
+    # and temporary files (.x) are not input.
+    return any(part.startswith(("_", ".")) for part in rel.split(os.sep))
+
+
 def input_files(input_path: str | Sequence[str]) -> list[str]:
     """Expand a path, directory or glob (or a list of them) into sorted file paths."""
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
@@ -47,7 +52,7 @@ def input_files(input_path: str | Sequence[str]) -> list[str]:
             out += sorted(
                 f
                 for f in glob.glob(os.path.join(p, "**", "*"), recursive=True)
-                if os.path.isfile(f) and not os.path.basename(f).startswith(("_", "."))
+                if os.path.isfile(f) and not _hidden(os.path.relpath(f, p))
             )
         elif any(c in p for c in "*?["):
             out += sorted(glob.glob(p))
@@ -88,12 +93,8 @@ def read_input(
         "parquet" if files and all(f.endswith(".parquet") for f in files) else "jsonl"
     )
     kw = {"text_column": text_column, "id_column": id_column, "blocksize": input_blocksize}
-    try:
-        from curator_dask.io import read_jsonl, read_parquet  # type: ignore[attr-defined]
-    except ImportError:  # readers of curator_dask.io not installed: dask's own
-        if fmt == "parquet":
-            return dd.read_parquet(files)
-        return dd.read_json(files, lines=True, blocksize=None, compression="infer")
+    from curator_dask.io import read_jsonl, read_parquet
+
     if fmt == "parquet":
         return read_parquet(files, **kw)
     return read_jsonl(files, **kw)

@@ -1,0 +1,34 @@
+"""Dedup workflows read a pipeline's output directory, markers and statistics excluded."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from curator_dask import ExactDeduplicationWorkflow, Pipeline
+from curator_dask.executor import SequentialExecutor
+from curator_dask.io import JsonlReader, ParquetWriter
+
+
+def test_exact_dedup_on_pipeline_output(tmp_path):
+    texts = ["alpha beta", "gamma", "alpha beta", "delta", "gamma", "epsilon"]
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    Pipeline("p", [JsonlReader(str(src)), ParquetWriter(str(tmp_path / "clean"))]).run(
+        executor=SequentialExecutor(progress=False)
+    )
+    # the writer leaves _SUCCESS, _stats.json and _stats/part-*.json beside the data
+    assert any(p.name.startswith("_") for p in (tmp_path / "clean").iterdir())
+    summary = ExactDeduplicationWorkflow(
+        input_path=str(tmp_path / "clean"), output_path=str(tmp_path / "exact")
+    ).run()
+    assert summary["documents"] == len(texts)
+    removed = pd.concat(
+        pq.read_table(f).to_pandas()
+        for f in sorted((tmp_path / "exact" / "removed_ids").glob("*.parquet"))
+    )
+    assert sorted(removed["id"]) == ["d2", "d4"]
