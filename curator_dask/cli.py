@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import dataclasses
 import importlib
+import logging
 import os
 import sys
 import types
@@ -49,7 +50,11 @@ from curator_dask.stage import ProcessingStage, Resources
 
 #: Modules whose ``register(subparsers, add_cluster_args, client_from_args)`` adds
 #: subcommands (e.g. ``"curator_dask.dedup.cli"``).
-SUBCOMMAND_MODULES: list[str] = []
+SUBCOMMAND_MODULES: list[str] = [
+    "curator_dask.dedup.cli",
+    "curator_dask.monitoring.cli",
+    "curator_dask.demo",
+]
 
 #: Where a bare class name in a pipeline file is looked up, in order.
 STAGE_MODULES = (
@@ -432,6 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``curator-dask``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # distributed logs every p2p shuffle's start and end at WARNING; dedup runs many of them.
+    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

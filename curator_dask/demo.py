@@ -1,0 +1,177 @@
+"""The demo job: a full curation pipeline on the sample corpus shipped in the package.
+
+``curator-dask demo --output out/demo`` (what ``make demo`` runs) does, on a local cluster:
+
+1. write the shipped sample as plain JSONL, plus a small file of deliberately broken records
+   (so the quarantine is visible), under ``<output>/input/``;
+2. a :class:`~curator_dask.pipeline.Pipeline`: read with ``blocksize`` (the 8 MB file is split
+   into byte ranges), Unicode NFKC and whitespace normalisation, the default heuristic
+   filters, Parquet writer -> ``<output>/filtered/``;
+3. exact deduplication -> ``<output>/exact/`` (``removed_ids/``, ``deduplicated/``);
+4. fuzzy deduplication (word 5-grams, candidate check) -> ``<output>/fuzzy/``;
+5. ``<output>/summary.json`` with the accounting ``read = kept + removed + quarantined``.
+
+Everything it writes is under ``output``; a second run starts afresh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+SAMPLE = Path(__file__).resolve().parent / "data" / "sample.jsonl.gz"
+
+#: Records that are broken on purpose, each for a different reason the reader quarantines.
+BROKEN_RECORDS = (
+    b'{"id": "broken-json", "text": "a line cut in the middle\n',
+    b'{"id": "no-text", "body": "the text field is missing"}\n',
+    b'{"id": "not-a-string", "text": 42}\n',
+    b'{"id": "bad-utf8", "text": "caf\xc3\x28 au lait"}\n',
+)
+
+
+def _count_parquet_rows(path: str) -> int:
+    files = sorted(Path(path).glob("*.parquet"))
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def prepare_input(output: str) -> str:
+    """Write the demo input under ``<output>/input/``; return that directory."""
+    inp = os.path.join(output, "input")
+    os.makedirs(inp, exist_ok=True)
+    with gzip.open(SAMPLE, "rb") as src, open(os.path.join(inp, "sample.jsonl"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with open(os.path.join(inp, "broken.jsonl"), "wb") as f:
+        f.writelines(BROKEN_RECORDS)
+    return inp
+
+
+def run_demo(output: str, client: Any = None, blocksize: str = "1MB") -> dict[str, Any]:
+    """Run the demo job (see the module docstring); return the summary it writes.
+
+    Parameters
+    ----------
+    output : str
+        Directory for everything the demo writes (cleared first).
+    client : distributed.Client, optional
+        Where to run; default a local cluster from ``curator.cluster.*``.
+    blocksize : str
+        Partition size of the reader.
+    """
+    from curator_dask.dedup import ExactDeduplicationWorkflow, FuzzyDeduplicationWorkflow
+    from curator_dask.executor import DaskExecutor
+    from curator_dask.filters import heuristic_filters
+    from curator_dask.io import JsonlReader, ParquetWriter
+    from curator_dask.modifiers import UnicodeNormalizer, WhitespaceNormalizer
+    from curator_dask.pipeline import Pipeline
+
+    if os.path.exists(output):
+        shutil.rmtree(output)
+    t0 = time.perf_counter()
+    inp = prepare_input(output)
+    pipeline = Pipeline(
+        "demo",
+        [
+            JsonlReader(inp, blocksize=blocksize),
+            UnicodeNormalizer(form="NFKC"),
+            WhitespaceNormalizer(),
+            *heuristic_filters(),
+            ParquetWriter(os.path.join(output, "filtered")),
+        ],
+    )
+    print(pipeline)
+    result = pipeline.run(executor=DaskExecutor(client=client))
+    print(result)
+
+    exact = ExactDeduplicationWorkflow(
+        input_path=os.path.join(output, "filtered"),
+        output_path=os.path.join(output, "exact"),
+        perform_removal=True,
+        client=client,
+    ).run()
+    fuzzy = FuzzyDeduplicationWorkflow(
+        input_path=exact["deduplicated"],
+        cache_path=os.path.join(output, "cache"),
+        output_path=os.path.join(output, "fuzzy"),
+        char_ngrams=None,
+        word_ngrams=5,
+        false_positive_check=True,
+        perform_removal=True,
+        client=client,
+    ).run()
+
+    kept = _count_parquet_rows(fuzzy["deduplicated"])
+    removed = {
+        "filters": result.removed,
+        "exact_duplicates": int(exact["removed"]),
+        "fuzzy_duplicates": int(fuzzy["removed"]),
+    }
+    summary: dict[str, Any] = {
+        "read": result.read,
+        "quarantined": result.quarantined,
+        "removed": removed,
+        "kept": kept,
+        "balanced": result.read == kept + sum(removed.values()) + result.quarantined,
+        "output": fuzzy["deduplicated"],
+        "quarantine": os.path.join(output, "filtered", "_quarantine"),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    with open(os.path.join(output, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    _print_summary(summary)
+    if not summary["balanced"]:
+        raise RuntimeError(f"demo: documents not accounted for: {summary}")
+    return summary
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    rows = [
+        ("read", s["read"]),
+        ("quarantined (broken input)", s["quarantined"]),
+        ("removed by heuristic filters", s["removed"]["filters"]),
+        ("removed as exact duplicates", s["removed"]["exact_duplicates"]),
+        ("removed as fuzzy duplicates", s["removed"]["fuzzy_duplicates"]),
+        ("kept", s["kept"]),
+    ]
+    print("\ncuration summary")
+    for label, n in rows:
+        print(f"  {label:<32}{n:>8,}")
+    ok = "ok" if s["balanced"] else "MISMATCH"
+    print(f"  read = kept + removed + quarantined: {ok}")
+    print(f"  kept documents: {s['output']}")
+    print(f"  quarantined records: {s['quarantine']}")
+    print(f"  {s['seconds']} s")
+
+
+def register(
+    subparsers: Any,
+    add_cluster_args: Callable[[argparse.ArgumentParser], Any],
+    client_from_args: Callable[[argparse.Namespace], Any],
+) -> None:
+    """Add ``curator-dask demo`` to the command line."""
+    p = subparsers.add_parser(
+        "demo",
+        help="run a full curation pipeline on the shipped sample corpus",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--output", default="out/demo", help="directory for everything written")
+    p.add_argument("--blocksize", default="1MB", help="reader partition size")
+    add_cluster_args(p)
+
+    def _run(args: argparse.Namespace) -> int:
+        with client_from_args(args) as client:
+            print(f"dashboard: {getattr(client, 'dashboard_link', None)}")
+            run_demo(args.output, client=client, blocksize=args.blocksize)
+        return 0
+
+    p.set_defaults(func=_run)
