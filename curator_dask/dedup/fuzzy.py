@@ -77,8 +77,10 @@ class _SigParams:
     id_column: str
 
 
-def _minhash_partition(part: Any, index: int, p: _SigParams, path: str) -> int:
-    gpu = not isinstance(part, pd.DataFrame)
+def _minhash_partition(
+    part: Any, index: int, p: _SigParams, path: str, device: str = "auto"
+) -> int:
+    gpu = device == "gpu" or (device == "auto" and not isinstance(part, pd.DataFrame))
     pdf = _backend.to_pandas(part[[p.id_column, p.text_column]])
     text = pdf[p.text_column]
     hashes, offsets = shingle_hashes(text, p.ngram, p.kind, p.normalization)
@@ -322,7 +324,11 @@ class FuzzyDeduplicationWorkflow:
         p = self._sig_params
         paths = [os.path.join(out, f"part-{i:05d}.parquet") for i in range(len(parts))]
         todo = [i for i in range(len(parts)) if not os.path.exists(paths[i])]
-        tasks = [dask.delayed(_minhash_partition)(parts[i], i, p, paths[i]) for i in todo]
+        # where signatures are computed changes speed, not results: config, not a parameter
+        device = str(config.get("dedup.minhash-device", "auto"))
+        if device not in ("auto", "cpu", "gpu"):
+            raise ValueError(f"curator.dedup.minhash-device must be auto|cpu|gpu, got {device!r}")
+        tasks = [dask.delayed(_minhash_partition)(parts[i], i, p, paths[i], device) for i in todo]
         dask.compute(*tasks)
         docs = sum(pq.ParquetFile(x).metadata.num_rows for x in paths)
         mark_done(out, {"partitions": len(parts), "documents": int(docs)})

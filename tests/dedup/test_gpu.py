@@ -45,3 +45,22 @@ def test_gpu_removed_set_equals_cpu(tmp_path, sample_records):
     b = set(pd.read_parquet(tmp_path / "o2" / "removed_ids")["id"].to_list())
     assert a == b
     assert cpu["removed"] == gpu["removed"]
+
+
+def test_gpu_signature_step_gives_cpu_removed_set(tmp_path, sample_records):
+    """pandas partitions, signatures forced onto the GPU (cupy): same removed set."""
+    pytest.importorskip("cupy")
+    pdf = pd.DataFrame(sample_records)[["id", "text"]]
+    kw = {"word_ngrams": 5, "false_positive_check": True}
+    removed = []
+    for device in ("cpu", "gpu"):
+        with dask.config.set({"curator.dedup.minhash-device": device}):
+            FuzzyDeduplicationWorkflow(
+                cache_path=str(tmp_path / f"c-{device}"),
+                output_path=str(tmp_path / f"o-{device}"),
+                df=dd.from_pandas(pdf, npartitions=4),
+                **kw,
+            ).run()
+        removed.append(set(pd.read_parquet(tmp_path / f"o-{device}" / "removed_ids")["id"]))
+    assert removed[0] == removed[1]
+    assert len(removed[0]) > 400

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from curator_dask import ExactDeduplicationWorkflow, Pipeline
 from curator_dask.executor import SequentialExecutor
@@ -32,3 +33,19 @@ def test_exact_dedup_on_pipeline_output(tmp_path):
         for f in sorted((tmp_path / "exact" / "removed_ids").glob("*.parquet"))
     )
     assert sorted(removed["id"]) == ["d2", "d4"]
+
+
+def test_minhash_device_config_is_checked(tmp_path):
+    import dask
+    import dask.dataframe as dd
+
+    from curator_dask import FuzzyDeduplicationWorkflow
+
+    df = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["x y z", "x y z"]}), 1)
+    with (
+        dask.config.set({"curator.dedup.minhash-device": "tpu"}),
+        pytest.raises(ValueError, match="minhash-device"),
+    ):
+        FuzzyDeduplicationWorkflow(
+            cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"), df=df
+        ).run()
