@@ -50,6 +50,8 @@ def test_notebook_is_stripped(name: str) -> None:
         if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)
     ]
     assert not dirty, f"{name}: cells {dirty} have outputs or an execution count; strip them"
+    timed = [i for i, cell in enumerate(nb.cells) if "execution" in cell.metadata]
+    assert not timed, f"{name}: cells {timed} carry execution timestamps; strip them"
     assert all("outputs" not in c for c in nb.cells if c.cell_type == "markdown")
 
 
