@@ -224,19 +224,23 @@ def _scheduler_task_prefixes(sched_file: Path) -> list[str]:
         return client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
 
 
+ENV_VARS = {"scheduler_file": "CURATOR_SCHEDULER_FILE", "address": "CURATOR_SCHEDULER_ADDRESS"}
+
+
 @pytest.mark.timeout(240)
-def test_cluster_notebook_runs_on_scheduler_file(
-    kernel_env: Path, dask_cluster: Path, tmp_path: Path
+@pytest.mark.parametrize("how", ["scheduler_file", "address"])
+def test_cluster_notebook_runs_on_running_scheduler(
+    how: str, kernel_env: Path, dask_cluster: Path, tmp_path: Path
 ) -> None:
+    """The cluster notebook, given the scheduler by CURATOR_SCHEDULER_FILE or _ADDRESS."""
+    scheduler = json.loads(dask_cluster.read_text())["address"]
+    where = str(dask_cluster) if how == "scheduler_file" else scheduler
     workdir = tmp_path / "nb"
     workdir.mkdir()
-    texts, _ = _run_notebook(
-        CLUSTER_NOTEBOOK, workdir, {"CURATOR_SCHEDULER_FILE": str(dask_cluster)}
-    )
+    texts, _ = _run_notebook(CLUSTER_NOTEBOOK, workdir, {ENV_VARS[how]: where})
     assert not _stderr_warnings(texts), _stderr_warnings(texts)
     joined = "\n".join(texts)
-    assert f"kind: scheduler_file | {dask_cluster}" in joined
-    scheduler = json.loads(dask_cluster.read_text())["address"]
+    assert f"kind: {how} | {where}" in joined
     assert f"scheduler: {scheduler}" in joined
     # The pipeline's tasks ran on that scheduler (the notebook closed only its client).
     assert _scheduler_task_prefixes(dask_cluster)
