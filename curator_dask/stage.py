@@ -326,6 +326,13 @@ class Filter(ProcessingStage):
         """Return a boolean Series: True for documents to keep."""
         return self.keep_score(self.score(text))
 
+    @property
+    def score_output_column(self) -> str | None:
+        """The column the score is written to (``None`` when no score is written)."""
+        if not self.has_score():
+            return None
+        return self.score_column or (f"{self.stage_name}_score" if self.score_only else None)
+
     def has_score(self) -> bool:
         """True when the subclass implements :meth:`score`."""
         return type(self).score is not Filter.score
@@ -335,7 +342,7 @@ class Filter(ProcessingStage):
         if self.has_score():
             scores = self.score(text)
             mask = self.keep_score(scores)
-            col = self.score_column or (f"{self.stage_name}_score" if self.score_only else None)
+            col = self.score_output_column
             if col:
                 part = part.assign(**{col: scores})
         else:

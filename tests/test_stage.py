@@ -152,3 +152,22 @@ def test_stats_add():
     assert c.extra == {"oom_retries": 3}
     with pytest.raises(ValueError):
         a + StageStats("g")
+
+
+def test_score_output_column():
+    assert LenScoreFilter(score_only=True).score_output_column == "LenScoreFilter_score"
+    assert LenScoreFilter(score_column="n").score_output_column == "n"
+    assert LenScoreFilter().score_output_column is None
+    assert MinCharsFilter(score_only=True).score_output_column is None
+
+
+def test_heuristic_filters_score_only(frame):
+    from curator_dask.filters import heuristic_filters
+
+    filters = heuristic_filters(score_only=True)
+    assert all(f.score_only for f in filters)
+    out = frame
+    for f in filters:
+        out = f.process(out)
+    assert len(out) == len(frame)
+    assert all(f.score_output_column in out.columns for f in filters)

@@ -733,13 +733,16 @@ class RepeatingDuplicateNGramsFilter(_MaxScoreFilter):
         return S.restore_index(S.ratio(num, total), text.index)
 
 
-def heuristic_filters(text_column: str = "text") -> list[Filter]:
+def heuristic_filters(text_column: str = "text", score_only: bool = False) -> list[Filter]:
     """Return the default heuristic filter set (NeMo Curator's, with its thresholds).
 
     Parameters
     ----------
     text_column : str
         Column holding the text, for every filter.
+    score_only : bool
+        Build every filter in score-only mode: nothing is dropped, each writes
+        ``<name>_score`` and ``<name>_keep`` (see :attr:`Filter.score_only`).
 
     Returns
     -------
@@ -751,6 +754,8 @@ def heuristic_filters(text_column: str = "text") -> list[Filter]:
     --------
     >>> [f.stage_name for f in heuristic_filters()][:3]
     ['WordCountFilter', 'BoilerPlateStringFilter', 'NonAlphaNumericFilter']
+    >>> heuristic_filters(score_only=True)[0].score_output_column
+    'WordCountFilter_score'
     """
     filters: list[Filter] = [
         WordCountFilter(),
@@ -777,4 +782,5 @@ def heuristic_filters(text_column: str = "text") -> list[Filter]:
     ]
     for f in filters:
         f.text_column = text_column
+        f.score_only = score_only
     return filters
