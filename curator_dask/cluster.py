@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from dask.utils import parse_timedelta
 
 from curator_dask import config as _config
 
@@ -328,7 +329,7 @@ def get_client(config: ClusterConfig | None = None, *, timeout: str = "60s") -> 
         client = Client(scheduler_file=str(config.scheduler_file), **kwargs)
     try:
         if config.n_workers:
-            client.wait_for_workers(config.n_workers, timeout=timeout)
+            client.wait_for_workers(config.n_workers, timeout=parse_timedelta(timeout))
         yield client
     finally:
         client.close()
