@@ -29,7 +29,7 @@ def test_local_process_rss_follows_allocation() -> None:
         del block
         time.sleep(0.15)
     frame = timeline.frame()
-    assert before == 1  # the sample taken at start
+    assert before >= 1  # the sample taken at start (the thread may have added one already)
     assert list(frame.columns) == list(TIMELINE_COLUMNS)
     assert set(frame["worker"]) == {"local"}
     assert frame["time"].is_monotonic_increasing
