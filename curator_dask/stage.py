@@ -222,8 +222,10 @@ class ProcessingStage:
     def describe(self) -> str:
         """One line for reprs: name and resources."""
         r = self.resources
-        where = f"gpus={r.gpus}" if r.gpus else (
-            f"gpu_memory_gb={r.gpu_memory_gb}" if r.gpu_memory_gb else f"cpus={r.cpus}"
+        where = (
+            f"gpus={r.gpus}"
+            if r.gpus
+            else (f"gpu_memory_gb={r.gpu_memory_gb}" if r.gpu_memory_gb else f"cpus={r.cpus}")
         )
         return f"{self.stage_name} [{where}]"
 
@@ -380,7 +382,7 @@ class FunctionStage(ProcessingStage):
 
     @property
     def stage_name(self) -> str:
-        return self.name or getattr(self.fn, "__name__", "function")
+        return self.name or str(getattr(self.fn, "__name__", "function"))
 
 
 def processing_stage(

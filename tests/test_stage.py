@@ -94,12 +94,12 @@ def test_modifier_and_function_stage(frame):
 def test_with_returns_copy():
     f = MinCharsFilter(min_chars=3)
     g = f.with_(resources=Resources(gpus=0.25), batch_size=2, name="short")
-    assert f.resources == Resources() and f.batch_size is None and f.stage_name == "MinCharsFilter"
-    assert g.resources.gpus == 0.25 and g.batch_size == 2 and g.stage_name == "short"
+    assert (f.resources, f.batch_size, f.stage_name) == (Resources(), None, "MinCharsFilter")
+    assert (g.resources.gpus, g.batch_size, g.stage_name) == (0.25, 2, "short")
     assert g.min_chars == 3
     with pytest.raises(TypeError):
         f.with_(resources={"GPU": 1})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
         f.with_(batch_size=0)
 
 
@@ -113,7 +113,7 @@ def test_batch_size_splits_and_counts(frame):
 
     out, stats = run_stage(record, frame)
     assert calls == [3, 3, 2]
-    assert stats.docs_in == 8 and stats.docs_out == 7 and stats.removed == 1
+    assert (stats.docs_in, stats.docs_out, stats.removed) == (8, 7, 1)
     assert out.text.tolist() == [t for t in frame.text if t]
 
 
@@ -150,7 +150,7 @@ def test_stats_add():
     c = a + b
     assert (c.docs_in, c.docs_out, c.quarantined, c.removed, c.partitions) == (15, 12, 1, 2, 2)
     assert c.extra == {"oom_retries": 3}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cannot add stats"):
         a + StageStats("g")
 
 
