@@ -188,7 +188,9 @@ class PipelineResult:
     ``stages`` holds the reader first and the writer last, each summed over partitions.
     Totals: ``read`` (records the reader saw), ``quarantined`` (rejected input),
     ``removed`` (dropped by stages), ``kept`` (written); ``read == kept + removed +
-    quarantined`` is checked by :meth:`check`.
+    quarantined`` is checked by :meth:`check`. ``splits`` counts the out-of-memory splits
+    of partitions (``split_partitions``) that the executor recomputed in pieces (see
+    ``docs/faults.md``).
     """
 
     name: str
@@ -204,6 +206,8 @@ class PipelineResult:
     execution_mode: str = "streaming"
     stats_path: str | None = None
     partition_mismatches: list[int] = field(default_factory=list)
+    splits: int = 0
+    split_partitions: list[int] = field(default_factory=list)
 
     @classmethod
     def from_records(
@@ -221,7 +225,12 @@ class PipelineResult:
         summed: list[StageStats] | None = None
         read = kept = removed = quarantined = 0
         mismatches = []
+        splits = 0
+        split_partitions = []
         for rec in records:
+            if rec.get("split"):
+                splits += int(rec["split"].get("splits", 0))
+                split_partitions.append(int(rec["index"]))
             stats = [_stats_from_dict(d) for d in rec["stages"]]
             if summed is None:
                 summed = stats
@@ -256,6 +265,8 @@ class PipelineResult:
             partitions_skipped=partitions_skipped,
             execution_mode=execution_mode,
             partition_mismatches=mismatches,
+            splits=splits,
+            split_partitions=split_partitions,
         )
 
     @property
@@ -302,6 +313,11 @@ class PipelineResult:
             f"{self.partitions} partitions ({self.partitions_skipped} already done), "
             f"{self.execution_mode}, {self.wall_seconds:.1f}s wall"
         )
+        if self.splits:
+            lines.append(
+                f"{self.splits} out-of-memory split(s): partitions {self.split_partitions} "
+                "were recomputed in pieces"
+            )
         lines.append(f"output: {self.output_path}")
         if self.stats_path:
             lines.append(f"stats:  {self.stats_path}")

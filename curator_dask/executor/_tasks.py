@@ -132,11 +132,13 @@ def write_task(
     output: str,
     token: str,
     storage_options: dict[str, Any] | None = None,
+    note: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the partition, its quarantine records and its statistics; return the record.
 
     The statistics file is written last: a partition counts as done for a resumed run only
-    when its output and its statistics are both there.
+    when its output and its statistics are both there. ``note`` is added to the record
+    (e.g. ``{"split": ...}`` for a partition computed in pieces).
     """
     t0 = time.perf_counter()
     n_in = len(carry.part)
@@ -156,12 +158,123 @@ def write_task(
         "rows": int(written.rows),
         "stages": [*carry.stats, stats.to_dict()],
         "finished_at": time.time(),
+        **(note or {}),
     }
     fs, root = _fs(output, storage_options)
     write_bytes_atomic(
         fs, stats_path(root, carry.index), json.dumps(record, indent=1).encode("utf-8")
     )
     return record
+
+
+# -- pieces: a partition split after running out of memory -------------------------------
+@dataclass(frozen=True)
+class Piece:
+    """Part of partition ``spec.index``, computed on its own after an out-of-memory failure.
+
+    ``label`` is the piece's path in the binary split tree (``""`` the whole partition,
+    ``"0"``/``"1"`` its halves, ``"01"`` the second half of the first half), so sorting the
+    labels gives the pieces in row order. ``spec`` is what is read: a narrower byte range
+    (JSONL) or row-group range (Parquet) when the partition is such a range, else the
+    partition itself, of which only the ``rows = (k, m)`` slice (the k-th of m equal row
+    slices) is kept after reading.
+    """
+
+    spec: PartitionSpec
+    label: str = ""
+    rows: tuple[int, int] | None = None
+
+
+def _range_reader(reader: Reader) -> bool:
+    # Readers whose PartitionSpec.start/end may be cut anywhere in between: JSONL byte
+    # ranges (a line belongs to the range it starts in) and Parquet row-group ranges.
+    from curator_dask.io import JsonlReader, ParquetReader
+
+    return isinstance(reader, (JsonlReader, ParquetReader))
+
+
+def split_piece(reader: Reader, piece: Piece) -> tuple[Piece, Piece]:
+    """Cut ``piece`` in two halves (by range where the reader allows it, else by rows)."""
+    spec = piece.spec
+    a, b = piece.label + "0", piece.label + "1"
+    if (
+        piece.rows is None
+        and spec.start is not None
+        and spec.end is not None
+        and spec.end - spec.start >= 2
+        and _range_reader(reader)
+    ):
+        mid = (spec.start + spec.end) // 2
+        return Piece(replace(spec, end=mid), a), Piece(replace(spec, start=mid), b)
+    k, m = piece.rows or (0, 1)
+    return Piece(spec, a, (2 * k, 2 * m)), Piece(spec, b, (2 * k + 1, 2 * m))
+
+
+def read_piece_task(reader: Reader, piece: Piece) -> Carry:
+    """Read one piece of a split partition (the quarantine goes with its first row slice)."""
+    t0 = time.perf_counter()
+    carry = read_task(reader, piece.spec)
+    if piece.rows is None:
+        return carry
+    k, m = piece.rows
+    n = len(carry.part)
+    lo, hi = n * k // m, n * (k + 1) // m
+    part = carry.part.iloc[lo:hi]
+    quarantine = carry.quarantine if k == 0 else None
+    n_quarantined = 0 if quarantine is None else len(quarantine)
+    stats = StageStats(
+        type(reader).__name__,
+        docs_in=(hi - lo) + n_quarantined,
+        docs_out=hi - lo,
+        quarantined=n_quarantined,
+        seconds=time.perf_counter() - t0,
+    )
+    return Carry(carry.index, part, quarantine, [stats.to_dict()])
+
+
+def _concat_frames(parts: list[Any]) -> Any:
+    nonempty = [p for p in parts if len(p)] or parts[:1]
+    if len(nonempty) == 1:
+        return nonempty[0]
+    if isinstance(nonempty[0], pd.DataFrame):
+        return pd.concat(nonempty)
+    return _backend.frame_module().concat(nonempty)
+
+
+def _sum_stats(stats: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    from curator_dask.pipeline import _stats_from_dict
+
+    out = []
+    for column in zip(*stats, strict=True):
+        total = _stats_from_dict(column[0])
+        for d in column[1:]:
+            total = total + _stats_from_dict(d)
+        out.append(replace(total, partitions=1).to_dict())  # still one partition
+    return out
+
+
+def write_pieces_task(
+    writer: Writer,
+    carries: list[Carry],
+    output: str,
+    token: str,
+    storage_options: dict[str, Any] | None = None,
+    split: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the pieces of a split partition, in order, as that partition's one file.
+
+    The output file, quarantine file and statistics file have the names and contents an
+    unsplit run gives them (the statistics also hold ``split``), so resume and downstream
+    readers see no difference.
+    """
+    part = _concat_frames([c.part for c in carries])
+    quarantines = [c.quarantine for c in carries if c.quarantine is not None]
+    quarantines = [q for q in quarantines if len(q)] or quarantines[:1] or [empty_quarantine()]
+    quarantine = (
+        pd.concat(quarantines, ignore_index=True) if len(quarantines) > 1 else quarantines[0]
+    )
+    carry = Carry(carries[0].index, part, quarantine, _sum_stats([c.stats for c in carries]))
+    return write_task(writer, carry, output, token, storage_options, {"split": split or {}})
 
 
 # -- batch mode ---------------------------------------------------------------------------------

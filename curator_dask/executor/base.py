@@ -109,9 +109,14 @@ class RunPlan:
         """``<output>/_work/<k>-<name>``: where batch step ``step`` writes."""
         return _tasks._join(self.output, _tasks.WORK_DIR, self.step_names[step])
 
-    def key(self, step: int, index: int) -> str:
-        """The dask key of one task (its prefix names the step on the dashboard)."""
-        return f"{self.key_prefixes[step]}-{index:05d}-{self.run_id}"
+    def key(self, step: int, index: int, piece: str | None = None) -> str:
+        """The dask key of one task (its prefix names the step on the dashboard).
+
+        ``piece`` is the label of a piece of a split partition (``""`` for the whole
+        partition recomputed in pieces' merge step), giving ``read-00003.01-<run>``.
+        """
+        tag = f"{index:05d}" if piece is None else f"{index:05d}.{piece or 'merge'}"
+        return f"{self.key_prefixes[step]}-{tag}-{self.run_id}"
 
     def priority(self, step: int, index: int) -> int:
         """Earlier partitions first, and a partition's later steps before new reads."""

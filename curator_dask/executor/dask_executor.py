@@ -18,6 +18,71 @@ from curator_dask.stage import ProcessingStage, teardown_all
 logger = logging.getLogger("curator_dask.executor")
 
 
+class PartitionMemoryError(MemoryError):
+    """A partition ran out of memory even in the smallest pieces allowed.
+
+    Raised by :class:`DaskExecutor` when the pieces of a partition split
+    ``curator.execution.max-splits`` times still kill their worker (or raise
+    :class:`MemoryError`).
+    """
+
+
+def _max_splits() -> int:
+    n = _config.get("execution.max-splits", 3)
+    n = 3 if n is None else int(n)
+    if n < 0:
+        raise ValueError(f"curator.execution.max-splits must be >= 0, got {n}")
+    return n
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    """A worker killed (by its nanny at the memory limit, or the kernel), or a MemoryError."""
+    from distributed import KilledWorker
+
+    if isinstance(exc, (KilledWorker, MemoryError)):
+        return True
+    try:
+        from curator_dask.monitoring.checks import is_gpu_oom
+    except ImportError:  # monitoring is optional
+        return False
+    return exc is not None and is_gpu_oom(exc)
+
+
+def _files(spec: PartitionSpec) -> str:
+    names = ", ".join(p.rsplit("/", 1)[-1] for p in spec.paths[:3])
+    if len(spec.paths) > 3:
+        names += f", ... ({len(spec.paths)} files)"
+    if spec.start is not None:
+        names += f" [{spec.start}:{spec.end}]"
+    return names
+
+
+class _SplitState:
+    """The pieces of one partition being recomputed after running out of memory."""
+
+    def __init__(self) -> None:
+        self.labels: set[str] = set()
+        self.done: dict[str, Any] = {}
+        self.splits = 0
+        self.reasons: list[str] = []
+
+    def record(self, label: str, halves: list[str], exc: BaseException) -> None:
+        self.labels.discard(label)
+        self.labels.update(halves)
+        self.splits += 1
+        self.reasons.append(type(exc).__name__)
+
+    def complete(self) -> bool:
+        return set(self.done) == self.labels
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "splits": self.splits,
+            "pieces": sorted(self.labels),
+            "reasons": sorted(set(self.reasons)),
+        }
+
+
 class DaskExecutor(Executor):
     """Run a pipeline with :meth:`distributed.Client.submit`, one task per stage and partition.
 
@@ -176,7 +241,22 @@ class DaskExecutor(Executor):
         progress = Progress(plan.pipeline.name, len(todo), self._progress_enabled())
         pending = iter(todo)
         running = as_completed()
-        index_of: dict[str, int] = {}
+        # future key -> ("whole", Piece) | ("piece", Piece) | ("merge", index)
+        what: dict[str, tuple[str, Any]] = {}
+        splits: dict[int, _SplitState] = {}
+        max_splits = _max_splits()
+
+        def submit_stages(fut: Any, i: int, piece: str | None) -> Any:
+            for k, stage in enumerate(plan.stages, 1):
+                fut = client.submit(
+                    _tasks.stage_task,
+                    stage,
+                    fut,
+                    key=plan.key(k, i, piece),
+                    priority=plan.priority(k, i),
+                    resources=stage.resources.to_dask() or None,
+                )
+            return fut
 
         def submit_chain(spec: PartitionSpec) -> None:
             i = spec.index
@@ -187,15 +267,7 @@ class DaskExecutor(Executor):
                 key=plan.key(0, i),
                 priority=plan.priority(0, i),
             )
-            for k, stage in enumerate(plan.stages, 1):
-                fut = client.submit(
-                    _tasks.stage_task,
-                    stage,
-                    fut,
-                    key=plan.key(k, i),
-                    priority=plan.priority(k, i),
-                    resources=stage.resources.to_dask() or None,
-                )
+            fut = submit_stages(fut, i, None)
             last = len(plan.stages) + 1
             fut = client.submit(
                 _tasks.write_task,
@@ -207,10 +279,62 @@ class DaskExecutor(Executor):
                 key=plan.key(last, i),
                 priority=plan.priority(last, i),
             )
-            index_of[fut.key] = i
+            what[fut.key] = ("whole", _tasks.Piece(spec))
             running.add(fut)
             # The intermediate futures go out of scope here: the scheduler frees each
             # partition's data as soon as the next step has consumed it.
+
+        def submit_piece(piece: _tasks.Piece) -> None:
+            i = piece.spec.index
+            fut = client.submit(
+                _tasks.read_piece_task,
+                plan.reader,
+                piece,
+                key=plan.key(0, i, piece.label),
+                priority=plan.priority(0, i),
+            )
+            fut = submit_stages(fut, i, piece.label)
+            what[fut.key] = ("piece", piece)
+            running.add(fut)
+
+        def submit_merge(i: int, state: _SplitState) -> None:
+            spec = plan.specs[i]
+            last = len(plan.stages) + 1
+            fut = client.submit(
+                _tasks.write_pieces_task,
+                plan.writer,
+                [state.done[label] for label in sorted(state.done)],
+                plan.output,
+                plan.token(spec),
+                plan.storage_options,
+                state.summary(),
+                key=plan.key(last, i, ""),
+                priority=plan.priority(last, i),
+            )
+            what[fut.key] = ("merge", i)
+            running.add(fut)
+
+        def split(piece: _tasks.Piece, exc: BaseException) -> None:
+            i = piece.spec.index
+            if len(piece.label) >= max_splits:
+                raise PartitionMemoryError(
+                    f"partition {i} ({_files(piece.spec)}) still failed with "
+                    f"{type(exc).__name__} after {len(piece.label)} split(s) into pieces of "
+                    f"1/{2 ** len(piece.label)} (curator.execution.max-splits = {max_splits}); "
+                    "use smaller partitions (blocksize) or give workers more memory: "
+                    f"{exc}"
+                ) from exc
+            halves = _tasks.split_piece(plan.reader, piece)
+            state = splits.setdefault(i, _SplitState())
+            state.record(piece.label, [h.label for h in halves], exc)
+            logger.warning(
+                "partition %d%s failed with %s (out of memory); computing it in 2 pieces",
+                i,
+                f" piece {piece.label}" if piece.label else "",
+                type(exc).__name__,
+            )
+            for half in halves:
+                submit_piece(half)
 
         window = self._window(client)
         for spec in pending:
@@ -220,14 +344,27 @@ class DaskExecutor(Executor):
         records = []
         try:
             for fut in running:
-                try:
-                    record = fut.result()
-                except Exception:
-                    logger.error("partition %d failed", index_of.get(fut.key, -1))
-                    raise
+                kind, item = what.pop(fut.key)
+                if fut.status != "finished":
+                    exc = fut.exception()
+                    if kind != "merge" and _out_of_memory(exc):
+                        split(item, exc)
+                        continue
+                    i = item if kind == "merge" else item.spec.index
+                    logger.error("partition %d failed", i)
+                    fut.result()  # raises the task's exception with its traceback
+                if kind == "piece":
+                    state = splits[item.spec.index]
+                    state.done[item.label] = fut  # its data stays on the worker
+                    if state.complete():
+                        submit_merge(item.spec.index, state)
+                    continue
+                record = fut.result()
                 fut.release()
                 records.append(record)
                 progress.update(record)
+                if kind == "merge":
+                    splits.pop(item, None)
                 for spec in pending:
                     submit_chain(spec)
                     break
