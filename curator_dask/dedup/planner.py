@@ -25,14 +25,17 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from curator_dask import config
+from curator_dask.monitoring.checks import CuratorWarning
 
 SHUFFLE_COPIES = 4
 ROW_BYTES = 16
-BASE_WORKER_BYTES = 200 * 2**20
+# an idle dask worker process with pandas, pyarrow and numba loaded (measured: 450-500 MB)
+BASE_WORKER_BYTES = 480 * 2**20
 
 
 @dataclass(frozen=True)
@@ -95,11 +98,20 @@ def plan_lsh(
     per_band = max(1, estimate_peak(num_docs, 1, n_workers) - BASE_WORKER_BYTES)
     fit = (budget - BASE_WORKER_BYTES) // per_band
     bpi = int(max(1, min(num_bands, fit)))
+    peak = estimate_peak(num_docs, bpi, n_workers)
+    if peak > budget:
+        warnings.warn(
+            f"fuzzy dedup: even one band per LSH pass needs about {peak / 2**30:.1f} GiB per "
+            f"worker, over the {budget / 2**30:.1f} GiB budget (curator.dedup.memory-fraction "
+            f"x worker memory); add workers or memory, or expect the shuffle to spill heavily",
+            CuratorWarning,
+            stacklevel=2,
+        )
     return LSHPlan(
         bands_per_iteration=bpi,
         num_band_groups=-(-num_bands // bpi),
         bytes_per_doc_band=bytes_per_doc_band(),
-        estimated_peak_per_worker=estimate_peak(num_docs, bpi, n_workers),
+        estimated_peak_per_worker=peak,
         budget_per_worker=budget,
     )
 

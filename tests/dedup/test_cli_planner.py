@@ -91,3 +91,11 @@ def test_planner_fits_the_budget():
     assert estimate_peak(10**6, 2) > estimate_peak(10**6, 1)
     # more workers share the load
     assert plan_lsh(50_000_000, 20, 8, 8 * gib).bands_per_iteration > big.bands_per_iteration
+
+
+def test_planner_warns_when_one_band_does_not_fit():
+    gib = 2**30
+    with pytest.warns(UserWarning, match="even one band per LSH pass"):
+        plan = plan_lsh(2_000_000_000, num_bands=20, n_workers=1, worker_memory=2 * gib)
+    assert plan.bands_per_iteration == 1
+    assert plan.estimated_peak_per_worker > plan.budget_per_worker
