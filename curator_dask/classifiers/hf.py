@@ -139,7 +139,9 @@ class HFSequenceClassifier(ProcessingStage):
         if not path.is_file():
             raise FileNotFoundError(
                 f"{self.stage_name}: {path} not found; pass labels=[...] if the model "
-                "directory exists only on the workers"
+                "directory exists only on the workers. curator_dask never downloads models: "
+                "for a hub id, download it once (e.g. `huggingface-cli download <repo> "
+                "--local-dir <dir>`) and pass that directory."
             )
         config = _hf.read_json(path)
         id2label = config.get("id2label")

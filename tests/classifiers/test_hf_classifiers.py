@@ -197,6 +197,9 @@ def test_refuses_pickle_weights_and_hub_ids(tmp_path, tiny_classifier_dir):
         set_up(HFSequenceClassifier(model_dir=bad))
     with pytest.raises(FileNotFoundError, match="never downloads"):
         set_up(HFSequenceClassifier(model_dir="nvidia/quality-classifier-deberta"))
+    # building the lazy graph (label names from config.json) says the same
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        HFSequenceClassifier(model_dir="nvidia/quality-classifier-deberta").label_names()
     with pytest.raises(ValueError, match="model_inference_batch_size"):
         HFSequenceClassifier(model_dir=bad, model_inference_batch_size=0)
 
