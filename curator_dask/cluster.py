@@ -2,7 +2,8 @@
 
 Everything is driven by one :class:`ClusterConfig`, built from ``curator.cluster.*`` in dask
 config (and so from ``curator.yaml`` / ``DASK_CURATOR__CLUSTER__...``), from a YAML file, or
-in code; :func:`get_client` turns it into a client and cleans up what it started.
+in code; :func:`get_client` turns it into a client and cleans up what it started
+(:func:`connect` does the same without a ``with`` block, for notebooks).
 
 =================  =======================================================================
 ``kind``           what :func:`get_client` does
@@ -333,6 +334,45 @@ def get_client(config: ClusterConfig | None = None, *, timeout: str = "60s") -> 
         yield client
     finally:
         client.close()
+
+
+def connect(config: ClusterConfig | None = None, *, timeout: str = "60s") -> tuple[Any, Any]:
+    """Return ``(client, close)`` for ``config``: :func:`get_client` without a ``with`` block.
+
+    For notebooks, where a cell opens the client and a later cell (or nothing) closes
+    it. ``close()`` closes the client and, for the local kinds, shuts down the cluster
+    that was started; it may be called more than once. If it is never called, the local
+    cluster lives as long as the Python process.
+
+    Parameters
+    ----------
+    config : ClusterConfig, optional
+        Defaults to :meth:`ClusterConfig.from_dask_config` (``curator.cluster.*``).
+    timeout : str
+        As for :func:`get_client`.
+
+    Returns
+    -------
+    tuple
+        A :class:`distributed.Client` and a function of no arguments that closes it.
+
+    Examples
+    --------
+    >>> client, close = connect(ClusterConfig(n_workers=1, processes=False))  # doctest: +SKIP
+    >>> result = pipeline.run(DaskExecutor(client=client))  # doctest: +SKIP
+    >>> close()  # doctest: +SKIP
+    """
+    context = get_client(config, timeout=timeout)
+    client = context.__enter__()
+    closed = False
+
+    def close() -> None:
+        nonlocal closed
+        if not closed:
+            closed = True
+            context.__exit__(None, None, None)
+
+    return client, close
 
 
 def worker_hosts(client: Any, resources: Mapping[str, float] | None = None) -> list[str]:

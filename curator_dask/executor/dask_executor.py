@@ -57,6 +57,82 @@ def _files(spec: PartitionSpec) -> str:
     return names
 
 
+#: Decompressed bytes per stored byte, by how an input file is stored (a rough guess).
+_EXPANSION = {"compressed": 4.0, "parquet": 3.0, "plain": 1.0}
+#: In-memory bytes per decompressed input byte while a task runs: the partition as a frame
+#: and the output a stage builds from it.
+_IN_MEMORY = 2.0
+#: Partitions looked at (evenly spread) to estimate the largest one.
+_MAX_SIZED = 256
+
+
+def _expansion(path: str) -> float:
+    from curator_dask.io._files import compression_of
+
+    if compression_of(path):
+        return _EXPANSION["compressed"]
+    if path.lower().endswith((".parquet", ".parq", ".pq")):
+        return _EXPANSION["parquet"]
+    return _EXPANSION["plain"]
+
+
+def largest_partition_bytes(plan: RunPlan) -> tuple[float, float | None]:
+    """Estimated in-memory bytes of the largest partition, and the reader's blocksize.
+
+    On-disk sizes come from the file system (JSONL byte ranges from the range itself),
+    times :data:`_EXPANSION` for compressed and Parquet files, times :data:`_IN_MEMORY`.
+    """
+    specs = plan.specs
+    if len(specs) > _MAX_SIZED:
+        step = len(specs) / _MAX_SIZED
+        specs = [specs[int(k * step)] for k in range(_MAX_SIZED)]
+    from curator_dask.io import JsonlReader
+
+    byte_ranges = isinstance(plan.reader, JsonlReader)  # Parquet ranges are row groups
+    storage = getattr(plan.reader, "storage_options", None)
+    sizes: dict[str, int] = {}
+    largest = 0.0
+    for spec in specs:
+        if byte_ranges and spec.start is not None and spec.end is not None:
+            nbytes = float(spec.end - spec.start)
+        else:
+            nbytes = 0.0
+            for path in spec.paths:
+                if path not in sizes:
+                    fs, fpath = _tasks._fs(path, storage)
+                    try:
+                        sizes[path] = int(fs.size(fpath) or 0)
+                    except OSError:
+                        sizes[path] = 0
+                nbytes += sizes[path] * _expansion(path)
+        largest = max(largest, nbytes)
+    blocksize = getattr(plan.reader, "_blocksize", None)
+    return largest * _IN_MEMORY, (float(blocksize) if blocksize else None)
+
+
+def check_partition_sizes(client: Any, plan: RunPlan) -> str | None:
+    """Warn (``CuratorWarning``) when the largest partition nears a worker's memory limit.
+
+    Uses :func:`curator_dask.monitoring.checks.check_partition_size` with the smallest
+    worker memory limit and the largest worker thread count; returns its suggested
+    blocksize, or None (also when the monitoring package is not installed).
+    """
+    try:
+        from curator_dask.monitoring.checks import check_partition_size
+    except ImportError:
+        return None
+    workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
+    limits = [w.get("memory_limit") or 0 for w in workers]
+    limits = [x for x in limits if x > 0]
+    if not limits:
+        return None
+    estimate, blocksize = largest_partition_bytes(plan)
+    threads = max(int(w.get("nthreads") or 1) for w in workers)
+    return check_partition_size(
+        estimate, min(limits), blocksize=blocksize, tasks_per_worker=threads, stacklevel=5
+    )
+
+
 class _SplitState:
     """The pieces of one partition being recomputed after running out of memory."""
 
@@ -193,6 +269,7 @@ class DaskExecutor(Executor):
             if self._progress_enabled() and getattr(client, "dashboard_link", None):
                 Progress(plan.pipeline.name, 0).message(f"dashboard: {client.dashboard_link}")
             self._setup_on_nodes(client, plan)
+            check_partition_sizes(client, plan)
             _hooks.run_start(client, plan.output)
             try:
                 yield client

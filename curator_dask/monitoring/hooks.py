@@ -1,4 +1,5 @@
-"""What the executor calls around a run: ``on_run_start(client, run_dir)``, ``on_run_end(result)``.
+"""What the executor calls around a run: ``on_run_start(client, run_dir)``, ``on_run_end(result)``
+and, when the run raised, ``on_run_failed(run_dir)``.
 
 During a run a :class:`MemoryTimeline` samples the cluster; at its end the stage statistics
 go to the Prometheus metrics (when prometheus-client is installed), the timeline is written
@@ -97,6 +98,28 @@ def on_run_end(result: Any) -> Path | None:
 
         detect_unmanaged_growth(timeline, stacklevel=3)
     return report
+
+
+def on_run_failed(run_dir: str) -> Path | None:
+    """Stop the memory sampler of a run that raised; keep what it sampled.
+
+    Called by the executor when a run writing to ``run_dir`` fails, so no sampling
+    thread outlives the run. The samples up to the failure (often the most useful ones:
+    the memory of the worker that died) are written to ``<run_dir>/_timeline.parquet``
+    when ``run_dir`` is a local directory; returns that path, or None.
+    """
+    with _LOCK:
+        timeline = _ACTIVE.pop(str(run_dir), None)
+    if timeline is None:
+        return None
+    timeline.stop()
+    local = _local_dir(str(run_dir))
+    if local is None or not local.is_dir() or not len(timeline):
+        return None
+    from curator_dask.monitoring.report import TIMELINE_FILE
+    from curator_dask.monitoring.timeline import write_timeline
+
+    return write_timeline(timeline.frame(), local / TIMELINE_FILE)
 
 
 def _prometheus() -> bool:

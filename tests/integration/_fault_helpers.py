@@ -100,8 +100,12 @@ def tree_digest(root: Path) -> dict[str, str]:
     }
 
 
-def tree_bytes(root: Path, skip: tuple[str, ...] = ("_stats", "_SUCCESS")) -> dict[str, bytes]:
-    """Bytes of every output file, without run statistics (they hold timings)."""
+_RUN_RECORDS = ("_stats", "_SUCCESS", "_timeline", "_report")
+
+
+def tree_bytes(root: Path, skip: tuple[str, ...] = _RUN_RECORDS) -> dict[str, bytes]:
+    """Bytes of every output file, without the run's records (statistics hold timings, the
+    memory timeline exists only on a cluster)."""
     return {
         str(p.relative_to(root)): p.read_bytes()
         for p in sorted(root.rglob("*"))
@@ -236,3 +240,53 @@ class Cluster:
                     proc.wait(timeout=5)
             proc._log.close()
         self.procs.clear()
+
+
+class PartialFileWatch:
+    """A thread that lists ``out`` every few ms while a run goes on, and reads every final
+    ``part-*.jsonl`` name it sees (when new or changed): each must be a complete file."""
+
+    def __init__(self, out: Path, interval: float = 0.02) -> None:
+        import threading
+
+        self.out = out
+        self.interval = interval
+        self.problems: list[str] = []
+        self.checked = 0
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> PartialFileWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._scan()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._scan()
+
+    def _scan(self) -> None:
+        for path in sorted(self.out.glob("part-*.jsonl")):
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            sig = (st.st_mtime_ns, st.st_size)
+            if self._seen.get(path.name) == sig:
+                continue
+            self._seen[path.name] = sig
+            self.checked += 1
+            problem = incomplete_jsonl(path)
+            if problem is not None:
+                self.problems.append(f"{path.name}: {problem}")
+
+
+def slow_partition(part: pd.DataFrame, seconds: float = 0.3) -> pd.DataFrame:
+    """``map_partitions`` function: a slow identity, so a dedup step lasts long enough."""
+    time.sleep(seconds)
+    return part
