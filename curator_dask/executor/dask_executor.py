@@ -86,8 +86,10 @@ def largest_partition_bytes(plan: RunPlan) -> tuple[float, float | None]:
     if len(specs) > _MAX_SIZED:
         step = len(specs) / _MAX_SIZED
         specs = [specs[int(k * step)] for k in range(_MAX_SIZED)]
-    from curator_dask.io import JsonlReader
+    from curator_dask.io import JsonlReader, ParquetReader
 
+    if not isinstance(plan.reader, (JsonlReader, ParquetReader)):
+        return 0.0, None  # other readers' paths need not be files
     byte_ranges = isinstance(plan.reader, JsonlReader)  # Parquet ranges are row groups
     storage = getattr(plan.reader, "storage_options", None)
     sizes: dict[str, int] = {}
@@ -99,10 +101,10 @@ def largest_partition_bytes(plan: RunPlan) -> tuple[float, float | None]:
             nbytes = 0.0
             for path in spec.paths:
                 if path not in sizes:
-                    fs, fpath = _tasks._fs(path, storage)
                     try:
+                        fs, fpath = _tasks._fs(path, storage)
                         sizes[path] = int(fs.size(fpath) or 0)
-                    except OSError:
+                    except Exception:  # a size we cannot get is no reason to stop a run
                         sizes[path] = 0
                 nbytes += sizes[path] * _expansion(path)
         largest = max(largest, nbytes)
@@ -127,6 +129,8 @@ def check_partition_sizes(client: Any, plan: RunPlan) -> str | None:
     if not limits:
         return None
     estimate, blocksize = largest_partition_bytes(plan)
+    if not estimate:
+        return None
     threads = max(int(w.get("nthreads") or 1) for w in workers)
     return check_partition_size(
         estimate, min(limits), blocksize=blocksize, tasks_per_worker=threads, stacklevel=5
