@@ -65,7 +65,7 @@ def input_fingerprint(input_path: str | Sequence[str] | None, df: Any = None) ->
     """A key for the input: paths, sizes and mtimes of the files (or the dask frame's token)."""
     if df is not None:
         return tokenize(df)
-    stats = []
+    stats: list[tuple[str, int | None, int | None]] = []
     for f in input_files(input_path or []):
         try:
             st = os.stat(f)
@@ -92,12 +92,10 @@ def read_input(
     fmt = input_format or (
         "parquet" if files and all(f.endswith(".parquet") for f in files) else "jsonl"
     )
-    kw = {"text_column": text_column, "id_column": id_column, "blocksize": input_blocksize}
     from curator_dask.io import read_jsonl, read_parquet
 
-    if fmt == "parquet":
-        return read_parquet(files, **kw)
-    return read_jsonl(files, **kw)
+    read = read_parquet if fmt == "parquet" else read_jsonl
+    return read(files, text_column=text_column, id_column=id_column, blocksize=input_blocksize)
 
 
 def with_uid(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:

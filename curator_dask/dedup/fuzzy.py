@@ -21,7 +21,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import dask
 import dask.dataframe as dd
@@ -66,7 +66,7 @@ def _band_col(k: int) -> str:
 
 @dataclass(frozen=True)
 class _SigParams:
-    kind: str
+    kind: Literal["word", "char"]
     ngram: int
     normalization: str
     num_bands: int
@@ -157,7 +157,11 @@ def _candidate_texts(
 
 
 def _verify_part(
-    part: pd.DataFrame, kind: str, ngram: int, normalization: str, threshold: float
+    part: pd.DataFrame,
+    kind: Literal["word", "char"],
+    ngram: int,
+    normalization: str,
+    threshold: float,
 ) -> pd.DataFrame:
     part = part.sort_values(["bucket", "uid"], kind="stable")
     hashes, offsets = shingle_hashes(part["text"], ngram, kind, normalization)
@@ -270,7 +274,7 @@ class FuzzyDeduplicationWorkflow:
     # -- parameters and cache layout ---------------------------------------------------
     @property
     def _sig_params(self) -> _SigParams:
-        kind = "word" if self.word_ngrams is not None else "char"
+        kind: Literal["word", "char"] = "word" if self.word_ngrams is not None else "char"
         ngram = int(self.word_ngrams if kind == "word" else self.char_ngrams)  # type: ignore[arg-type]
         norm = self.normalization or ("simple" if kind == "word" else "none")
         return _SigParams(

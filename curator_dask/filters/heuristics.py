@@ -628,6 +628,7 @@ def _ngram_rows(t: Any, n: int) -> Any:
     chars = cum.shift(-(n - 1), fill_value=0) - cum + rows["len"]
     size = rows.groupby("doc")["doc"].transform("size")
     rows["valid"] = S.position_in_doc(rows) + n <= size
+    assert key is not None  # n >= 1: the loop above ran
     rows["key"] = key.where(rows["valid"], -1)
     rows["ngram_chars"] = chars
     return rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -64,7 +65,8 @@ class UnicodeNormalizer(Modifier):
             fixed = pc.utf8_normalize(pa.array(subset), self.form).to_pylist()
         else:
             # Per-document loop (C implementation): see apache/arrow#51225 above.
-            fixed = [unicodedata.normalize(self.form, s) for s in subset.tolist()]
+            form = typing.cast("typing.Literal['NFC', 'NFKC']", self.form)
+            fixed = [unicodedata.normalize(form, s) for s in subset.tolist()]
         return _patch(t, todo, subset.index, fixed)
 
 
