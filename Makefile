@@ -28,6 +28,7 @@ test-gpu: install
 lint: install
 	$(VENV)/bin/ruff check curator_dask tests bench
 	$(VENV)/bin/ruff format --check curator_dask tests bench
+	$(VENV)/bin/mypy curator_dask
 
 bench: install
 	$(PY) -m bench
