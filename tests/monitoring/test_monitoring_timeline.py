@@ -82,7 +82,7 @@ def test_cluster_workers_managed_and_limit(client: Any) -> None:
     frame = timeline.frame()
     del data
     assert set(frame["worker"]) == workers
-    assert (frame["memory_limit"] == 2e9).all()
+    assert (frame["memory_limit"] == 8e9).all()
     assert (frame["rss"] > 0).all()
     assert (frame["managed"] <= frame["rss"]).all()
     np.testing.assert_allclose(frame["unmanaged"], frame["rss"] - frame["managed"])
