@@ -6,7 +6,8 @@
   Prometheus metrics (extra ``monitoring``: prometheus-client);
 - :func:`check_partition_size`, :func:`detect_unmanaged_growth` and
   :func:`gpu_oom_message` turn symptoms into a :class:`CuratorWarning` that says what to do;
-- :func:`on_run_start` / :func:`on_run_end` are what the executor calls around a run.
+- :func:`on_run_start`, :func:`on_run_end` and :func:`on_run_failed` are what the executor
+  calls around a run.
 
 See ``docs/monitoring.md``.
 """
@@ -22,7 +23,7 @@ from curator_dask.monitoring.checks import (
     is_gpu_oom,
     warn_gpu_oom,
 )
-from curator_dask.monitoring.hooks import on_run_end, on_run_start
+from curator_dask.monitoring.hooks import on_run_end, on_run_failed, on_run_start
 from curator_dask.monitoring.metrics import (
     CuratorMetrics,
     MetricsServer,
@@ -48,6 +49,7 @@ __all__ = [
     "is_gpu_oom",
     "load_run",
     "on_run_end",
+    "on_run_failed",
     "on_run_start",
     "read_timeline",
     "record_stage_stats",
