@@ -299,10 +299,13 @@ class PipelineResult:
 
     def summary(self) -> str:
         """A table a person can read: one line per stage, then the totals."""
-        lines = [f"{'stage':<32} {'in':>10} {'out':>10} {'removed':>9} {'quar.':>7} {'seconds':>9}"]
+        width = max([len("stage"), *(len(s.name) for s in self.stages)])
+        lines = [
+            f"{'stage':<{width}} {'in':>10} {'out':>10} {'removed':>9} {'quar.':>7} {'seconds':>9}"
+        ]
         for s in self.stages:
             lines.append(
-                f"{s.name[:32]:<32} {s.docs_in:>10,} {s.docs_out:>10,} {s.removed:>9,} "
+                f"{s.name:<{width}} {s.docs_in:>10,} {s.docs_out:>10,} {s.removed:>9,} "
                 f"{s.quarantined:>7,} {s.seconds:>9.2f}"
             )
         lines.append(

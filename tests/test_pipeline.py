@@ -482,3 +482,13 @@ def test_a_finished_run_needs_no_cluster_to_resume(tmp_path: Path) -> None:
     result = p.run(DaskExecutor(address="tcp://127.0.0.1:9", progress=False))
     assert result.partitions_skipped == N_PARTS
     assert (result.read, result.kept) == (first.read, first.kept)
+
+
+def test_summary_shows_whole_stage_names():
+    from curator_dask.pipeline import PipelineResult
+    from curator_dask.stage import StageStats
+
+    long = "RepeatingDuplicateNGramsFilter_10"
+    stages = [StageStats("JsonlReader", 3, 3), StageStats(long, 3, 2)]
+    result = PipelineResult("p", stages, 3, 2, 1, 0, 0.1, "out/", 1)
+    assert f"{long} " in result.summary()
