@@ -9,7 +9,8 @@
    filters, Parquet writer -> ``<output>/filtered/``;
 3. exact deduplication -> ``<output>/exact/`` (``removed_ids/``, ``deduplicated/``);
 4. fuzzy deduplication (word 5-grams, candidate check) -> ``<output>/fuzzy/``;
-5. ``<output>/summary.json`` with the accounting ``read = kept + removed + quarantined``.
+5. ``<output>/summary.json`` with the accounting ``read = kept + removed + quarantined``, and
+   the pipeline's HTML report ``<output>/filtered/_report.html``.
 
 Everything it writes is under ``output``; a second run starts afresh.
 """
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import dask
 import pyarrow.parquet as pq
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "sample.jsonl.gz"
@@ -89,7 +91,9 @@ def run_demo(output: str, client: Any = None, blocksize: str = "1MB") -> dict[st
         ],
     )
     print(pipeline)
-    result = pipeline.run(executor=DaskExecutor(client=client))
+    # the demo also renders the run's HTML report (funnel, time per stage, memory over time)
+    with dask.config.set({"curator.monitoring.report": True}):
+        result = pipeline.run(executor=DaskExecutor(client=client))
     print(result)
 
     exact = ExactDeduplicationWorkflow(
@@ -123,6 +127,7 @@ def run_demo(output: str, client: Any = None, blocksize: str = "1MB") -> dict[st
         "balanced": result.read == kept + sum(removed.values()) + result.quarantined,
         "output": fuzzy["deduplicated"],
         "quarantine": os.path.join(output, "filtered", "_quarantine"),
+        "report": os.path.join(output, "filtered", "_report.html"),
         "seconds": round(time.perf_counter() - t0, 1),
     }
     with open(os.path.join(output, "summary.json"), "w") as f:
@@ -149,6 +154,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     print(f"  read = kept + removed + quarantined: {ok}")
     print(f"  kept documents: {s['output']}")
     print(f"  quarantined records: {s['quarantine']}")
+    print(f"  pipeline report: {s['report']}")
     print(f"  {s['seconds']} s")
 
 

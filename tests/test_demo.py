@@ -27,6 +27,7 @@ def test_demo_accounts_for_every_document(tmp_path, sample_records):
     assert summary["read"] == summary["kept"] + sum(removed.values()) + summary["quarantined"]
     on_disk = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert on_disk == summary
+    assert "WordCountFilter" in (tmp_path / "demo" / "filtered" / "_report.html").read_text()
 
 
 def test_demo_is_a_subcommand(capsys):
