@@ -7,14 +7,21 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from curator_dask import _backend, config
-from curator_dask.io._files import FileInfo, compression_of, to_bytes
-from curator_dask.io.base import QUARANTINE_COLUMNS, PartitionSpec, empty_quarantine
+from curator_dask.io._files import FileInfo, basename, compression_of, list_files, to_bytes
+from curator_dask.io.base import (
+    QUARANTINE_COLUMNS,
+    PartitionSpec,
+    Reader,
+    ReadResult,
+    empty_quarantine,
+)
+from curator_dask.io.quarantine import write_quarantine_file
 
 #: The dtype of the id and text columns: pandas' arrow-backed string dtype, the one dask
 #: converts string columns to (``dataframe.convert-string``), so partitions read directly
@@ -286,3 +293,138 @@ def warn_quarantined(label: str, spec: PartitionSpec, n: int, where: str) -> Non
 def backend_meta(meta: pd.DataFrame, backend: str) -> Any:
     """``meta`` converted to the backend that partitions will be in."""
     return _backend.to_backend(meta, backend)
+
+
+class FileReader(Reader):
+    """What the file readers share: partitions from a file listing, reads, ``to_dask()``.
+
+    A subclass is a dataclass with the fields annotated here, and gives the file suffixes
+    a directory listing picks up (``suffixes``), its name for labels (``format_name``:
+    tasks are labelled ``read-<name>``, warnings ``read_<name>``), how a file larger than
+    ``blocksize`` is split (:meth:`_split_file`), how one file is read (:meth:`_read_file`)
+    and the empty frame of the output (:meth:`_meta`).
+    """
+
+    suffixes: ClassVar[tuple[str, ...]] = ()
+    format_name: ClassVar[str] = ""
+
+    paths: Any
+    columns: Sequence[str] | None
+    add_filename: bool
+    blocksize: int | str | None
+    files_per_partition: int | None
+    on_error: str
+    quarantine_path: str | None
+    storage_options: dict[str, Any] | None
+
+    def _check_arguments(self) -> None:
+        """Validate the shared arguments (called first by the subclass' ``__post_init__``)."""
+        check_on_error(self.on_error)
+        self._blocksize = check_partitioning(self.blocksize, self.files_per_partition)
+        if isinstance(self.paths, os.PathLike):
+            self.paths = os.fspath(self.paths)
+
+    # -- the Reader contract ---------------------------------------------------------------
+    def partitions(self) -> list[PartitionSpec]:
+        """List the partitions, in sorted path order.
+
+        Mostly file listing and sizes; only a file larger than ``blocksize`` may be opened,
+        to find where it splits.
+        """
+        files = list_files(self.paths, self.suffixes, self.storage_options)
+        bs = self._blocksize
+        return group_files(
+            files,
+            bs,
+            self.files_per_partition,
+            split=(lambda f: self._split_file(f, bs)) if bs else None,
+        )
+
+    def read_partition(self, spec: PartitionSpec) -> ReadResult:
+        """Read one partition: the good documents and the quarantined records."""
+        result = self._read_pandas(spec)
+        return ReadResult(_backend.to_backend(result.data), result.quarantine, result.docs_read)
+
+    def to_dask(self) -> Any:
+        """Return a lazy dask dataframe with one partition per :meth:`partitions` entry.
+
+        Nothing is read now except the start of the first file (for ``meta``). When a
+        partition is computed, its quarantined records are written to
+        ``<quarantine_path>/part-<index:05d>.jsonl`` (overwritten by recomputes) and a
+        :class:`~curator_dask.io.QuarantineWarning` gives their number.
+        """
+        import dask.dataframe as dd
+
+        specs = self.partitions()
+        meta = self._meta(specs)
+        task = _ReadTask(
+            self,
+            meta,
+            resolve_quarantine_dir(self.quarantine_path),
+            _backend.backend_name(),
+            f"read_{self.format_name}",
+        )
+        return dd.from_map(
+            task,
+            specs,
+            meta=backend_meta(meta, task.backend),
+            label=f"read-{self.format_name}",
+            enforce_metadata=False,
+        )
+
+    # -- what a subclass gives -------------------------------------------------------------
+    def _split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
+        """Ranges (``PartitionSpec.start``/``end``) of a file larger than ``blocksize``."""
+        raise NotImplementedError
+
+    def _read_file(
+        self, path: str, start: int | None, end: int | None
+    ) -> tuple[pd.DataFrame, BadRecords]:
+        """Read one file (or the ``start``/``end`` range of it) into a frame and bad records."""
+        raise NotImplementedError
+
+    def _meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
+        """An empty frame with the columns and dtypes of the output."""
+        raise NotImplementedError
+
+    # -- internals -------------------------------------------------------------------------
+    def _read_pandas(self, spec: PartitionSpec) -> ReadResult:
+        frames, quarantines = [], []
+        docs = 0
+        for path in spec.paths:
+            part, bad = self._read_file(path, spec.start, spec.end)
+            docs += len(part) + len(bad)
+            if self.add_filename:
+                part = part.assign(
+                    file_name=pd.Series(basename(path), index=part.index, dtype=STRING_DTYPE)
+                )
+            frames.append(part)
+            quarantines.append(bad.frame())
+        data = finish_frame(
+            frames,
+            id_column=self.id_column,
+            text_column=self.text_column,
+            columns=self.columns,
+            add_filename=self.add_filename,
+        )
+        return ReadResult(data, concat_quarantine(quarantines), docs)
+
+
+@dataclass
+class _ReadTask:
+    """What a ``to_dask()`` partition runs: read, write the quarantine, conform to meta."""
+
+    reader: FileReader
+    meta: pd.DataFrame
+    quarantine_dir: str
+    backend: str
+    label: str
+
+    def __call__(self, spec: PartitionSpec) -> Any:
+        result = self.reader._read_pandas(spec)
+        where = write_quarantine_file(
+            result.quarantine, self.quarantine_dir, spec.index, self.reader.storage_options
+        )
+        if where is not None:
+            warn_quarantined(self.label, spec, len(result.quarantine), where)
+        return _backend.to_backend(conform(result.data, self.meta), self.backend)

@@ -18,37 +18,29 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pj
 
-from curator_dask import _backend, config
+from curator_dask import config
 from curator_dask.io._common import (
     STRING_DTYPE,
     BadRecords,
+    FileReader,
     arrow_ids_to_string,
-    backend_meta,
     byte_ranges,
-    check_on_error,
-    check_partitioning,
-    concat_quarantine,
-    conform,
     empty_frame,
     fill_ids,
     finish_frame,
-    group_files,
     raise_bad,
-    resolve_quarantine_dir,
-    warn_quarantined,
 )
 from curator_dask.io._files import (
     COMPRESSION_SUFFIXES,
+    FileInfo,
     TruncatedInputError,
     basename,
     compression_of,
     decompress,
     get_fs,
-    list_files,
     read_range,
 )
-from curator_dask.io.base import PartitionSpec, Reader, ReadResult
-from curator_dask.io.quarantine import write_quarantine_file
+from curator_dask.io.base import PartitionSpec
 
 #: File names a directory listing picks up (each also with a compression suffix).
 JSONL_SUFFIXES = tuple(
@@ -391,7 +383,7 @@ def _encodable(text: str) -> bool:
 
 
 @dataclass
-class JsonlReader(Reader):
+class JsonlReader(FileReader):
     """Read JSONL files (one JSON object a line) as partitions of documents.
 
     Parameters
@@ -451,81 +443,19 @@ class JsonlReader(Reader):
     max_document_bytes: int | None = None
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
 
+    suffixes = JSONL_SUFFIXES
+    format_name = "jsonl"
+
     def __post_init__(self) -> None:
-        check_on_error(self.on_error)
-        self._blocksize = check_partitioning(self.blocksize, self.files_per_partition)
+        self._check_arguments()
         if self.max_document_bytes is None:
             self.max_document_bytes = config.get("io.max-document-bytes")
         if self.max_document_bytes is not None and int(self.max_document_bytes) < 1:
             raise ValueError(f"max_document_bytes must be >= 1, got {self.max_document_bytes}")
-        if isinstance(self.paths, os.PathLike):
-            self.paths = os.fspath(self.paths)
-
-    # -- the Reader contract ---------------------------------------------------------------
-    def partitions(self) -> list[PartitionSpec]:
-        """List the partitions, in sorted path order (file listing and sizes only)."""
-        files = list_files(self.paths, JSONL_SUFFIXES, self.storage_options)
-        bs = self._blocksize
-        return group_files(
-            files,
-            bs,
-            self.files_per_partition,
-            split=(lambda f: byte_ranges(f, bs)) if bs else None,
-        )
-
-    def read_partition(self, spec: PartitionSpec) -> ReadResult:
-        """Read one partition: the good documents and the quarantined records."""
-        result = self._read_pandas(spec)
-        return ReadResult(_backend.to_backend(result.data), result.quarantine, result.docs_read)
-
-    def to_dask(self) -> Any:
-        """Return a lazy dask dataframe with one partition per :meth:`partitions` entry.
-
-        Nothing is read now except the first records of the first file (for ``meta``). When
-        a partition is computed, its quarantined records are written to
-        ``<quarantine_path>/part-<index:05d>.jsonl`` (overwritten by recomputes) and a
-        :class:`~curator_dask.io.QuarantineWarning` gives their number.
-        """
-        import dask.dataframe as dd
-
-        specs = self.partitions()
-        meta = self._meta(specs)
-        task = _ReadTask(
-            self,
-            meta,
-            resolve_quarantine_dir(self.quarantine_path),
-            _backend.backend_name(),
-            "read_jsonl",
-        )
-        return dd.from_map(
-            task,
-            specs,
-            meta=backend_meta(meta, task.backend),
-            label="read-jsonl",
-            enforce_metadata=False,
-        )
 
     # -- internals -------------------------------------------------------------------------
-    def _read_pandas(self, spec: PartitionSpec) -> ReadResult:
-        frames, quarantines = [], []
-        docs = 0
-        for path in spec.paths:
-            part, bad = self._read_file(path, spec.start, spec.end)
-            docs += len(part) + len(bad)
-            if self.add_filename:
-                part = part.assign(
-                    file_name=pd.Series(basename(path), index=part.index, dtype=STRING_DTYPE)
-                )
-            frames.append(part)
-            quarantines.append(bad.frame())
-        data = finish_frame(
-            frames,
-            id_column=self.id_column,
-            text_column=self.text_column,
-            columns=self.columns,
-            add_filename=self.add_filename,
-        )
-        return ReadResult(data, concat_quarantine(quarantines), docs)
+    def _split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
+        return byte_ranges(f, blocksize)
 
     def _read_file(
         self, path: str, start: int | None, end: int | None
@@ -612,26 +542,6 @@ class JsonlReader(Reader):
             pass  # a broken file: read_partition reports it
         head = b"".join(chunks)
         return head[: head.rfind(b"\n") + 1]
-
-
-@dataclass
-class _ReadTask:
-    """What a ``to_dask()`` partition runs: read, write the quarantine, conform to meta."""
-
-    reader: Any
-    meta: pd.DataFrame
-    quarantine_dir: str
-    backend: str
-    label: str
-
-    def __call__(self, spec: PartitionSpec) -> Any:
-        result = self.reader._read_pandas(spec)
-        where = write_quarantine_file(
-            result.quarantine, self.quarantine_dir, spec.index, self.reader.storage_options
-        )
-        if where is not None:
-            warn_quarantined(self.label, spec, len(result.quarantine), where)
-        return _backend.to_backend(conform(result.data, self.meta), self.backend)
 
 
 def read_jsonl(

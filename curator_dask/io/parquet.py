@@ -14,25 +14,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curator_dask import _backend
 from curator_dask.io._common import (
     STRING_DTYPE,
     BadRecords,
+    FileReader,
     arrow_ids_to_string,
-    backend_meta,
-    check_on_error,
-    check_partitioning,
-    concat_quarantine,
     empty_frame,
     fill_ids,
     finish_frame,
-    group_files,
     raise_bad,
-    resolve_quarantine_dir,
 )
-from curator_dask.io._files import FileInfo, basename, get_fs, list_files
-from curator_dask.io.base import PartitionSpec, Reader, ReadResult
-from curator_dask.io.jsonl import _ReadTask
+from curator_dask.io._files import FileInfo, basename, get_fs
+from curator_dask.io.base import PartitionSpec
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 
@@ -64,7 +57,7 @@ def _row_group_ranges(
 
 
 @dataclass
-class ParquetReader(Reader):
+class ParquetReader(FileReader):
     """Read Parquet files as partitions of documents.
 
     Parameters
@@ -107,78 +100,16 @@ class ParquetReader(Reader):
     quarantine_path: str | None = None
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
 
+    suffixes = PARQUET_SUFFIXES
+    format_name = "parquet"
+
     def __post_init__(self) -> None:
-        check_on_error(self.on_error)
-        self._blocksize = check_partitioning(self.blocksize, self.files_per_partition)
-        if isinstance(self.paths, os.PathLike):
-            self.paths = os.fspath(self.paths)
-
-    def partitions(self) -> list[PartitionSpec]:
-        """List the partitions in sorted path order.
-
-        Only files larger than ``blocksize`` have their footer read (to split them by row
-        group); everything else is file listing.
-        """
-        files = list_files(self.paths, PARQUET_SUFFIXES, self.storage_options)
-        bs = self._blocksize
-        return group_files(
-            files,
-            bs,
-            self.files_per_partition,
-            split=(lambda f: _row_group_ranges(f, bs, self.storage_options)) if bs else None,
-        )
-
-    def read_partition(self, spec: PartitionSpec) -> ReadResult:
-        """Read one partition: the good documents and the quarantined rows."""
-        result = self._read_pandas(spec)
-        return ReadResult(_backend.to_backend(result.data), result.quarantine, result.docs_read)
-
-    def to_dask(self) -> Any:
-        """Return a lazy dask dataframe, one partition per :meth:`partitions` entry.
-
-        Quarantined rows are written by each partition's task as for
-        :meth:`JsonlReader.to_dask`.
-        """
-        import dask.dataframe as dd
-
-        specs = self.partitions()
-        meta = self._meta(specs)
-        task = _ReadTask(
-            self,
-            meta,
-            resolve_quarantine_dir(self.quarantine_path),
-            _backend.backend_name(),
-            "read_parquet",
-        )
-        return dd.from_map(
-            task,
-            specs,
-            meta=backend_meta(meta, task.backend),
-            label="read-parquet",
-            enforce_metadata=False,
-        )
+        self._check_arguments()
 
     # -- internals -------------------------------------------------------------------------
-    def _read_pandas(self, spec: PartitionSpec) -> ReadResult:
-        frames, quarantines = [], []
-        docs = 0
-        for path in spec.paths:
-            part, bad = self._read_file(path, spec.start, spec.end)
-            docs += len(part) + len(bad)
-            if self.add_filename:
-                part = part.assign(
-                    file_name=pd.Series(basename(path), index=part.index, dtype=STRING_DTYPE)
-                )
-            frames.append(part)
-            quarantines.append(bad.frame())
-        data = finish_frame(
-            frames,
-            id_column=self.id_column,
-            text_column=self.text_column,
-            columns=self.columns,
-            add_filename=self.add_filename,
-        )
-        return ReadResult(data, concat_quarantine(quarantines), docs)
+    def _split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
+        # Only a file larger than ``blocksize`` has its footer read.
+        return _row_group_ranges(f, blocksize, self.storage_options)
 
     def _columns_to_read(self, schema: pa.Schema) -> list[str] | None:
         if self.columns is None:
