@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask._backend import backend_name
-from curator_dask.stage import Resources
+from curator_dask.stage import ProcessingStage, Resources
 
 logger = logging.getLogger(__name__)
 
@@ -244,3 +244,77 @@ def new_column(part: Any, values: np.ndarray | Sequence[Any], dtype: str | None)
     """A Series of ``values`` on ``part``'s index, in ``part``'s frame library."""
     lib = frame_lib(part)
     return lib.Series(values, index=part.index, dtype=dtype)
+
+
+class ModelStage(ProcessingStage):
+    """What the Hugging Face stages share: checks, loading, teardown and batched inference.
+
+    A subclass is a dataclass with the fields annotated here. Its ``__post_init__`` calls
+    :meth:`_check_batching`, its ``setup`` calls :meth:`_load_model`, and its partition
+    transform calls :meth:`_infer` with what to make of the model's output.
+    """
+
+    model_inference_batch_size: int
+    max_chars: int | None
+    max_tokens: int | None
+    sort_by_length: bool
+    device: str
+    _max_length: int  # set by the subclass' setup, after _load_model
+
+    def _check_batching(self) -> None:
+        """Validate ``model_inference_batch_size``, ``max_chars`` and ``max_tokens``."""
+        if self.model_inference_batch_size < 1:
+            raise ValueError(
+                f"model_inference_batch_size must be >= 1, got {self.model_inference_batch_size}"
+            )
+        if self.max_chars is not None and self.max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1 or None, got {self.max_chars}")
+        if self.max_tokens is not None and self.max_tokens < 2:
+            raise ValueError(f"max_tokens must be >= 2 or None, got {self.max_tokens}")
+
+    def _load_model(self, model_dir: str, auto_class: str) -> Path:
+        """Load the tokenizer and ``transformers.<auto_class>`` once per worker process.
+
+        Sets ``_device``, ``_tokenizer``, ``_model`` and ``_torch``; returns the checked
+        model directory.
+        """
+        torch = require("torch", type(self).__name__)
+        path = check_model_dir(model_dir, self.stage_name)
+        self._device = resolve_device(self.device, self.resources)
+        self._tokenizer = load_tokenizer(path)
+        self._model = load_model(auto_class, path, self._device)
+        self._torch = torch
+        return path
+
+    def teardown(self) -> None:
+        for attr in ("_model", "_tokenizer", "_torch"):
+            self.__dict__.pop(attr, None)
+
+    def process(self, part: Any) -> Any:
+        return self.process_with_stats(part)[0]
+
+    def _infer(
+        self, texts: list[str], width: int, post: Callable[[Any, dict[str, Any]], np.ndarray]
+    ) -> tuple[np.ndarray, int]:
+        """Run the model over ``texts`` in length-sorted batches; outputs in input order.
+
+        ``post(outputs, batch)`` turns the model's outputs for a padded ``batch`` (computed
+        under ``torch.inference_mode()``) into a ``(len(batch), width)`` array. Returns the
+        ``(len(texts), width)`` float32 array and the OOM retry count. Needs ``setup``.
+        """
+        if not texts:
+            return np.zeros((0, width), dtype=np.float32), 0
+        enc = tokenize(self._tokenizer, texts, self._max_length)
+        lengths = np.fromiter((len(x) for x in enc["input_ids"]), dtype=np.int64)
+        order = batch_order(lengths, self.sort_by_length)
+        torch = self._torch
+        pad_id = self._tokenizer.pad_token_id or 0
+        side = getattr(self._tokenizer, "padding_side", "right")
+
+        def forward(idx: np.ndarray) -> np.ndarray:
+            batch = pad_batch(enc, idx, pad_id, side, torch, self._device)
+            with torch.inference_mode():
+                outputs = self._model(**batch)
+            return post(outputs, batch)
+
+        return run_batches(order, self.model_inference_batch_size, forward, width, self.stage_name)

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from curator_dask.classifiers import _hf
-from curator_dask.stage import ProcessingStage, Resources
+from curator_dask.stage import Resources
 
 
 @dataclass(kw_only=True)
-class HFSequenceClassifier(ProcessingStage):
+class HFSequenceClassifier(_hf.ModelStage):
     """Label each document with a Hugging Face sequence classification model.
 
     Each partition is tokenised on the CPU, its documents are ordered by token count
@@ -88,14 +88,7 @@ class HFSequenceClassifier(ProcessingStage):
 
     def __post_init__(self) -> None:
         self.model_dir = str(self.model_dir)
-        if self.model_inference_batch_size < 1:
-            raise ValueError(
-                f"model_inference_batch_size must be >= 1, got {self.model_inference_batch_size}"
-            )
-        if self.max_chars is not None and self.max_chars < 1:
-            raise ValueError(f"max_chars must be >= 1 or None, got {self.max_chars}")
-        if self.max_tokens is not None and self.max_tokens < 2:
-            raise ValueError(f"max_tokens must be >= 2 or None, got {self.max_tokens}")
+        self._check_batching()
         if self.labels is not None:
             self.labels = tuple(self.labels)
         if self.filter_by is not None:
@@ -109,12 +102,7 @@ class HFSequenceClassifier(ProcessingStage):
     # -- worker-side state ---------------------------------------------------------------
     def setup(self) -> None:
         """Load the tokenizer and model once per worker process."""
-        torch = _hf.require("torch", type(self).__name__)
-        path = _hf.check_model_dir(self.model_dir, self.stage_name)
-        self._device = _hf.resolve_device(self.device, self.resources)
-        self._tokenizer = _hf.load_tokenizer(path)
-        self._model = _hf.load_model("AutoModelForSequenceClassification", path, self._device)
-        self._torch = torch
+        self._load_model(self.model_dir, "AutoModelForSequenceClassification")
         self._max_length = _hf.token_limit(self._tokenizer, self._model.config, self.max_tokens)
         names = self.label_names()
         n_out = int(self._model.config.num_labels)
@@ -126,10 +114,6 @@ class HFSequenceClassifier(ProcessingStage):
         unknown = set(self.filter_by or ()) - set(names)
         if unknown:
             raise ValueError(f"filter_by {sorted(unknown)} are not labels of the model {names}")
-
-    def teardown(self) -> None:
-        for attr in ("_model", "_tokenizer", "_torch"):
-            self.__dict__.pop(attr, None)
 
     def label_names(self) -> tuple[str, ...]:
         """The label names, from ``labels`` or the model's ``config.json``."""
@@ -156,33 +140,17 @@ class HFSequenceClassifier(ProcessingStage):
 
         Needs :meth:`setup` to have run.
         """
-        n_labels = int(self._model.config.num_labels)
-        if not texts:
-            return np.zeros((0, n_labels), dtype=np.float32), 0
-        enc = _hf.tokenize(self._tokenizer, texts, self._max_length)
-        lengths = np.fromiter((len(x) for x in enc["input_ids"]), dtype=np.int64)
-        order = _hf.batch_order(lengths, self.sort_by_length)
         torch = self._torch
-        pad_id = self._tokenizer.pad_token_id or 0
-        side = getattr(self._tokenizer, "padding_side", "right")
 
-        def forward(idx: np.ndarray) -> np.ndarray:
-            batch = _hf.pad_batch(enc, idx, pad_id, side, torch, self._device)
-            with torch.inference_mode():
-                logits = self._model(**batch).logits
-            return torch.softmax(logits.float(), dim=-1).cpu().numpy()
+        def softmax(outputs: Any, batch: dict[str, Any]) -> np.ndarray:
+            return torch.softmax(outputs.logits.float(), dim=-1).cpu().numpy()
 
-        return _hf.run_batches(
-            order, self.model_inference_batch_size, forward, n_labels, self.stage_name
-        )
+        return self._infer(texts, int(self._model.config.num_labels), softmax)
 
     def process_with_stats(self, part: Any) -> tuple[Any, dict[str, int]]:
         texts = _hf.texts_of(part[self.text_column], self.max_chars) if len(part) else []
         probs, retries = self.predict_proba(texts)
         return self._attach(part, probs), {"oom_retries": retries}
-
-    def process(self, part: Any) -> Any:
-        return self.process_with_stats(part)[0]
 
     def output_meta(self, meta: Any) -> Any:
         # Built from the label names alone (config.json), so dask never needs the model.

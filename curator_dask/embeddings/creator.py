@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask.classifiers import _hf
-from curator_dask.stage import ProcessingStage, Resources
+from curator_dask.stage import Resources
 
 
 def default_embedding_model_dir() -> str:
@@ -105,7 +105,7 @@ def column_to_embeddings(col: Any) -> np.ndarray:
 
 
 @dataclass(kw_only=True)
-class EmbeddingCreator(ProcessingStage):
+class EmbeddingCreator(_hf.ModelStage):
     """Add a sentence embedding column: mean of the token vectors, L2-normalised.
 
     Each partition is tokenised on the CPU, ordered by token count (longest first) so a
@@ -159,14 +159,7 @@ class EmbeddingCreator(ProcessingStage):
     def __post_init__(self) -> None:
         if self.model_dir is not None:
             self.model_dir = str(self.model_dir)
-        if self.model_inference_batch_size < 1:
-            raise ValueError(
-                f"model_inference_batch_size must be >= 1, got {self.model_inference_batch_size}"
-            )
-        if self.max_chars is not None and self.max_chars < 1:
-            raise ValueError(f"max_chars must be >= 1 or None, got {self.max_chars}")
-        if self.max_tokens is not None and self.max_tokens < 2:
-            raise ValueError(f"max_tokens must be >= 2 or None, got {self.max_tokens}")
+        self._check_batching()
 
     @property
     def resolved_model_dir(self) -> str:
@@ -175,12 +168,7 @@ class EmbeddingCreator(ProcessingStage):
 
     def setup(self) -> None:
         """Load the tokenizer and encoder once per worker process."""
-        torch = _hf.require("torch", type(self).__name__)
-        path = _hf.check_model_dir(self.resolved_model_dir, self.stage_name)
-        self._device = _hf.resolve_device(self.device, self.resources)
-        self._tokenizer = _hf.load_tokenizer(path)
-        self._model = _hf.load_model("AutoModel", path, self._device)
-        self._torch = torch
+        path = self._load_model(self.resolved_model_dir, "AutoModel")
         max_tokens = self.max_tokens
         st_config = path / "sentence_bert_config.json"
         if max_tokens is None and st_config.is_file():
@@ -188,45 +176,27 @@ class EmbeddingCreator(ProcessingStage):
         self._max_length = _hf.token_limit(self._tokenizer, self._model.config, max_tokens)
         self._dim = int(self._model.config.hidden_size)
 
-    def teardown(self) -> None:
-        for attr in ("_model", "_tokenizer", "_torch"):
-            self.__dict__.pop(attr, None)
-
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
         """Embeddings of ``texts`` (in their order) and the OOM retry count.
 
         Needs :meth:`setup` to have run.
         """
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32), 0
-        enc = _hf.tokenize(self._tokenizer, texts, self._max_length)
-        lengths = np.fromiter((len(x) for x in enc["input_ids"]), dtype=np.int64)
-        order = _hf.batch_order(lengths, self.sort_by_length)
         torch = self._torch
-        pad_id = self._tokenizer.pad_token_id or 0
-        side = getattr(self._tokenizer, "padding_side", "right")
 
-        def forward(idx: np.ndarray) -> np.ndarray:
-            batch = _hf.pad_batch(enc, idx, pad_id, side, torch, self._device)
-            with torch.inference_mode():
-                hidden = self._model(**batch).last_hidden_state.float()
+        def pool(outputs: Any, batch: dict[str, Any]) -> np.ndarray:
+            hidden = outputs.last_hidden_state.float()
             vectors = mean_pool(torch, hidden, batch["attention_mask"])
             if self.normalize:
                 vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
             return vectors.cpu().numpy()
 
-        return _hf.run_batches(
-            order, self.model_inference_batch_size, forward, self._dim, self.stage_name
-        )
+        return self._infer(texts, self._dim, pool)
 
     def process_with_stats(self, part: Any) -> tuple[Any, dict[str, int]]:
         texts = _hf.texts_of(part[self.text_column], self.max_chars) if len(part) else []
         vectors, retries = self.embed(texts)
         col = embeddings_to_column(part, vectors)
         return part.assign(**{self.embedding_column: col}), {"oom_retries": retries}
-
-    def process(self, part: Any) -> Any:
-        return self.process_with_stats(part)[0]
 
     def output_meta(self, meta: Any) -> Any:
         empty = meta.iloc[:0]
