@@ -8,7 +8,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from dask.base import tokenize
 
 from curator_dask import config as _config
 from curator_dask.executor import _tasks
+from curator_dask.executor._progress import Progress
 from curator_dask.io.base import PartitionSpec, Reader, Writer
 from curator_dask.stage import ProcessingStage
 
@@ -108,6 +109,44 @@ class RunPlan:
     def step_dir(self, step: int) -> str:
         """``<output>/_work/<k>-<name>``: where batch step ``step`` writes."""
         return _tasks._join(self.output, _tasks.WORK_DIR, self.step_names[step])
+
+    def batch_task(
+        self, spec: PartitionSpec, step: int, token: str
+    ) -> tuple[Callable[..., dict[str, Any]], tuple[Any, ...]]:
+        """The task that runs batch step ``step`` (0 = read) of a partition, and its arguments.
+
+        ``token`` is :meth:`step_token`; the task returns the step's done marker.
+        """
+        so = self.storage_options
+        if step == 0:
+            return _tasks.batch_read_task, (
+                self.reader,
+                spec,
+                self.step_dir(0),
+                self.output,
+                token,
+                so,
+            )
+        return _tasks.batch_stage_task, (
+            self.stages[step - 1],
+            spec.index,
+            self.step_dir(step - 1),
+            self.step_dir(step),
+            token,
+            so,
+        )
+
+    def batch_write_args(self, spec: PartitionSpec, stats: list[dict[str, Any]]) -> tuple[Any, ...]:
+        """The arguments of :func:`_tasks.batch_write_task` for a partition after the last step."""
+        return (
+            self.writer,
+            spec.index,
+            self.step_dir(len(self.stages)),
+            stats,
+            self.output,
+            self.token(spec),
+            self.storage_options,
+        )
 
     def key(self, step: int, index: int, piece: str | None = None) -> str:
         """The dask key of one task (its prefix names the step on the dashboard).
@@ -205,6 +244,14 @@ class Executor:
         if self.progress is not None:
             return bool(self.progress)
         return bool(_config.get("execution.progress", True))
+
+    def _batch_steps(self, plan: RunPlan, n: int) -> Iterator[tuple[int, str, Progress]]:
+        """Each batch step (0 = read) with its work directory and a progress line for ``n``."""
+        for step in range(len(plan.stages) + 1):
+            progress = Progress(
+                f"{plan.pipeline.name} {plan.step_names[step]}", n, self._progress_enabled()
+            )
+            yield step, plan.step_dir(step), progress
 
     def execute(self, pipeline: Pipeline, execution_mode: str | None = None) -> PipelineResult:
         """Run ``pipeline`` and return its :class:`~curator_dask.pipeline.PipelineResult`."""

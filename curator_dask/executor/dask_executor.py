@@ -471,51 +471,25 @@ class DaskExecutor(Executor):
 
         client = session
         self._check_placeable(client, plan)
-        so = plan.storage_options
         stats: dict[int, list[dict[str, Any]]] = {s.index: [] for s in todo}
-        for step in range(len(plan.stages) + 1):
-            step_dir = plan.step_dir(step)
-            progress = Progress(
-                f"{plan.pipeline.name} {plan.step_names[step]}",
-                len(todo),
-                self._progress_enabled(),
-            )
+        for step, step_dir, progress in self._batch_steps(plan, len(todo)):
             futures = []
             markers: dict[int, dict[str, Any]] = {}
             for spec in todo:
                 token = plan.step_token(spec, step)
-                marker = _tasks.batch_done(step_dir, spec.index, token, so)
+                marker = _tasks.batch_done(step_dir, spec.index, token, plan.storage_options)
                 if marker is not None:
                     markers[spec.index] = marker
                     continue
-                kw = {
-                    "key": plan.key(step, spec.index),
-                    "priority": plan.priority(step, spec.index),
-                }
-                if step == 0:
-                    fut = client.submit(
-                        _tasks.batch_read_task,
-                        plan.reader,
-                        spec,
-                        step_dir,
-                        plan.output,
-                        token,
-                        so,
-                        **kw,
-                    )
-                else:
-                    stage = plan.stages[step - 1]
-                    fut = client.submit(
-                        _tasks.batch_stage_task,
-                        stage,
-                        spec.index,
-                        plan.step_dir(step - 1),
-                        step_dir,
-                        token,
-                        so,
-                        resources=stage.resources.to_dask() or None,
-                        **kw,
-                    )
+                task, args = plan.batch_task(spec, step, token)
+                resources = plan.stages[step - 1].resources.to_dask() if step else None
+                fut = client.submit(
+                    task,
+                    *args,
+                    key=plan.key(step, spec.index),
+                    priority=plan.priority(step, spec.index),
+                    resources=resources or None,
+                )
                 futures.append(fut)
             for fut in as_completed(futures):
                 marker = fut.result()
@@ -527,13 +501,7 @@ class DaskExecutor(Executor):
         futures = [
             client.submit(
                 _tasks.batch_write_task,
-                plan.writer,
-                spec.index,
-                plan.step_dir(last),
-                stats[spec.index],
-                plan.output,
-                plan.token(spec),
-                so,
+                *plan.batch_write_args(spec, stats[spec.index]),
                 key=plan.key(last + 1, spec.index),
                 priority=plan.priority(last + 1, spec.index),
             )

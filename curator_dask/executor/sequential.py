@@ -59,46 +59,17 @@ class SequentialExecutor(Executor):
     def _run_batch(
         self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
     ) -> list[dict[str, Any]]:
-        so = plan.storage_options
         stats: dict[int, list[dict[str, Any]]] = {s.index: [] for s in todo}
-        for step in range(len(plan.stages) + 1):
-            step_dir = plan.step_dir(step)
-            progress = Progress(
-                f"{plan.pipeline.name} {plan.step_names[step]}",
-                len(todo),
-                self._progress_enabled(),
-            )
+        for step, step_dir, progress in self._batch_steps(plan, len(todo)):
             for spec in todo:
                 token = plan.step_token(spec, step)
-                marker = _tasks.batch_done(step_dir, spec.index, token, so)
+                marker = _tasks.batch_done(step_dir, spec.index, token, plan.storage_options)
                 if marker is None:
-                    if step == 0:
-                        marker = _tasks.batch_read_task(
-                            plan.reader, spec, step_dir, plan.output, token, so
-                        )
-                    else:
-                        marker = _tasks.batch_stage_task(
-                            plan.stages[step - 1],
-                            spec.index,
-                            plan.step_dir(step - 1),
-                            step_dir,
-                            token,
-                            so,
-                        )
+                    task, args = plan.batch_task(spec, step, token)
+                    marker = task(*args)
                 stats[spec.index].append(marker["stats"])
                 progress.update()
-        last = plan.step_dir(len(plan.stages))
-        records = []
-        for spec in todo:
-            records.append(
-                _tasks.batch_write_task(
-                    plan.writer,
-                    spec.index,
-                    last,
-                    stats[spec.index],
-                    plan.output,
-                    plan.token(spec),
-                    so,
-                )
-            )
-        return records
+        return [
+            _tasks.batch_write_task(*plan.batch_write_args(spec, stats[spec.index]))
+            for spec in todo
+        ]
