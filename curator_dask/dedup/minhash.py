@@ -128,6 +128,36 @@ def _fmix64(k: np.uint64) -> np.uint64:
     return k
 
 
+@numba.njit(inline="always")
+def _poly_top(ngram):  # pragma: no cover - compiled
+    top = np.uint64(1)
+    for _ in range(ngram - 1):
+        top *= POLY
+    return top
+
+
+@numba.njit(inline="always")
+def _rolling_shingles(vals, n, ngram, top, out, pos):  # pragma: no cover - compiled
+    """Write the shingle hashes of ``vals[:n]`` at ``out[pos:]``; return the new ``pos``.
+
+    A shingle is the polynomial ``sum vals[t+j] * POLY^(ngram-1-j)`` of ``ngram``
+    consecutive values, rolled one value at a time (``top`` = ``POLY^(ngram-1)``), then
+    mixed; fewer than ``ngram`` values make one shingle of them all, none make none.
+    """
+    if n == 0:
+        return pos
+    acc = np.uint64(0)
+    for t in range(min(ngram, n)):
+        acc = acc * POLY + vals[t]
+    out[pos] = _fmix64(acc)
+    pos += 1
+    for t in range(ngram, n):
+        acc = (acc - vals[t - ngram] * top) * POLY + vals[t]
+        out[pos] = _fmix64(acc)
+        pos += 1
+    return pos
+
+
 @numba.njit(nogil=True, cache=True)
 def _word_shingles(data, offsets, ngram):  # pragma: no cover - compiled
     n_docs = len(offsets) - 1
@@ -138,6 +168,7 @@ def _word_shingles(data, offsets, ngram):  # pragma: no cover - compiled
         cap += (offsets[i + 1] - offsets[i]) // 2 + 1
     out = np.empty(cap, dtype=np.uint64)
     tok = np.empty(0, dtype=np.uint64)
+    top = _poly_top(ngram)
     pos = 0
     for i in range(n_docs):
         start, end = offsets[i], offsets[i + 1]
@@ -163,29 +194,7 @@ def _word_shingles(data, offsets, ngram):  # pragma: no cover - compiled
         if in_tok:
             tok[nt] = h
             nt += 1
-        if nt == 0:
-            out_off[i + 1] = pos
-            continue
-        if nt < ngram:
-            acc = np.uint64(0)
-            for t in range(nt):
-                acc = acc * POLY + tok[t]
-            out[pos] = _fmix64(acc)
-            pos += 1
-        else:
-            # rolling: S = sum tok[i+j] * POLY^(ngram-1-j)
-            top = np.uint64(1)
-            for _ in range(ngram - 1):
-                top *= POLY
-            acc = np.uint64(0)
-            for t in range(ngram):
-                acc = acc * POLY + tok[t]
-            out[pos] = _fmix64(acc)
-            pos += 1
-            for t in range(ngram, nt):
-                acc = (acc - tok[t - ngram] * top) * POLY + tok[t]
-                out[pos] = _fmix64(acc)
-                pos += 1
+        pos = _rolling_shingles(tok, nt, ngram, top, out, pos)
         out_off[i + 1] = pos
     return out[:pos], out_off
 
@@ -199,9 +208,7 @@ def _char_shingles(data, offsets, ngram):  # pragma: no cover - compiled
         cap += offsets[i + 1] - offsets[i] + 1
     out = np.empty(cap, dtype=np.uint64)
     cps = np.empty(0, dtype=np.uint64)
-    top = np.uint64(1)
-    for _ in range(ngram - 1):
-        top *= POLY
+    top = _poly_top(ngram)
     pos = 0
     for i in range(n_docs):
         start, end = offsets[i], offsets[i + 1]
@@ -227,19 +234,7 @@ def _char_shingles(data, offsets, ngram):  # pragma: no cover - compiled
                     p += 1
             cps[nc] = cp + np.uint64(1)
             nc += 1
-        if nc == 0:
-            out_off[i + 1] = pos
-            continue
-        m = ngram if nc >= ngram else nc
-        acc = np.uint64(0)
-        for t in range(m):
-            acc = acc * POLY + cps[t]
-        out[pos] = _fmix64(acc)
-        pos += 1
-        for t in range(ngram, nc):
-            acc = (acc - cps[t - ngram] * top) * POLY + cps[t]
-            out[pos] = _fmix64(acc)
-            pos += 1
+        pos = _rolling_shingles(cps, nc, ngram, top, out, pos)
         out_off[i + 1] = pos
     return out[:pos], out_off
 
