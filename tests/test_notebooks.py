@@ -9,10 +9,7 @@ gets a real ``dask scheduler`` and one ``dask worker`` started here as subproces
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _procs import start_dask, stop_dask
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -141,30 +139,6 @@ def test_notebook_runs(name: str, kernel_env: Path, tmp_path: Path) -> None:
 
 
 # -- the cluster notebook against a real scheduler and worker ------------------------------
-DASK = str(Path(sys.executable).with_name("dask"))
-
-
-def _start(args: list[str], log: Path) -> subprocess.Popen:
-    out = open(log, "wb")  # noqa: SIM115 - closed in _stop
-    proc = subprocess.Popen(
-        [DASK, *args], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    proc._curator_log = out  # type: ignore[attr-defined]
-    return proc
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-    proc._curator_log.close()  # type: ignore[attr-defined]
-
-
 @pytest.fixture
 def dask_cluster(tmp_path: Path) -> Iterator[Path]:
     """A ``dask scheduler`` and one ``dask worker`` on 127.0.0.1; yields the scheduler file."""
@@ -172,7 +146,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[Path]:
     procs: list[subprocess.Popen] = []
     try:
         procs.append(
-            _start(
+            start_dask(
                 [
                     "scheduler",
                     "--host",
@@ -193,7 +167,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[Path]:
                 pytest.fail((tmp_path / "scheduler.log").read_text())
             time.sleep(0.1)
         procs.append(
-            _start(
+            start_dask(
                 [
                     "worker",
                     "--scheduler-file",
@@ -214,7 +188,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[Path]:
         yield sched_file
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_dask(proc)
 
 
 def _scheduler_task_prefixes(sched_file: Path) -> list[str]:

@@ -3,22 +3,18 @@ subprocesses on 127.0.0.1 (one advertising ``GPU=1``), started and killed here."
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _procs import start_dask, stop_dask, wait_for_file
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-DASK = str(Path(sys.executable).with_name("dask"))
 
 
 def _env() -> dict[str, str]:
@@ -30,39 +26,7 @@ def _env() -> dict[str, str]:
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
-    out = open(log, "wb")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [DASK, *args],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env=_env(),
-        start_new_session=True,
-    )
-    proc._curator_log = out  # type: ignore[attr-defined]
-    return proc
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-    proc._curator_log.close()  # type: ignore[attr-defined]
-
-
-def _wait_for_file(path: Path, procs: list[subprocess.Popen], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{p.args} exited with {p.returncode}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{path} did not appear in {timeout}s")
-        time.sleep(0.1)
+    return start_dask(args, log, env=_env())
 
 
 class SubprocessCluster:
@@ -100,7 +64,7 @@ def subprocess_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sub
                 tmp / "scheduler.log",
             )
         )
-        _wait_for_file(sfile, procs)
+        wait_for_file(sfile, procs)
         common = [
             "--scheduler-file",
             str(sfile),
@@ -138,7 +102,7 @@ def subprocess_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sub
         yield SubprocessCluster(sfile, address, workers)
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop_dask(p)
 
 
 @pytest.fixture
