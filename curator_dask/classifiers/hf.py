@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from curator_dask.classifiers import _hf
+from curator_dask import models
 from curator_dask.stage import Resources
 
 
 @dataclass(kw_only=True)
-class HFSequenceClassifier(_hf.ModelStage):
+class HFSequenceClassifier(models.ModelStage):
     """Label each document with a Hugging Face sequence classification model.
 
     Each partition is tokenised on the CPU, its documents are ordered by token count
@@ -84,7 +84,7 @@ class HFSequenceClassifier(_hf.ModelStage):
     max_tokens: int | None = None
     sort_by_length: bool = True
     device: str = "auto"
-    resources: Resources = field(default_factory=_hf.default_model_resources)
+    resources: Resources = field(default_factory=models.default_model_resources)
 
     def __post_init__(self) -> None:
         self.model_dir = str(self.model_dir)
@@ -103,7 +103,7 @@ class HFSequenceClassifier(_hf.ModelStage):
     def setup(self) -> None:
         """Load the tokenizer and model once per worker process."""
         self._load_model(self.model_dir, "AutoModelForSequenceClassification")
-        self._max_length = _hf.token_limit(self._tokenizer, self._model.config, self.max_tokens)
+        self._max_length = models.token_limit(self._tokenizer, self._model.config, self.max_tokens)
         names = self.label_names()
         n_out = int(self._model.config.num_labels)
         if len(names) != n_out:
@@ -127,7 +127,7 @@ class HFSequenceClassifier(_hf.ModelStage):
                 "for a hub id, download it once (e.g. `huggingface-cli download <repo> "
                 "--local-dir <dir>`) and pass that directory."
             )
-        config = _hf.read_json(path)
+        config = models.read_json(path)
         id2label = config.get("id2label")
         if not id2label:
             n = int(config.get("num_labels", 2))
@@ -148,7 +148,7 @@ class HFSequenceClassifier(_hf.ModelStage):
         return self._infer(texts, int(self._model.config.num_labels), softmax)
 
     def process_with_stats(self, part: Any) -> tuple[Any, dict[str, int]]:
-        texts = _hf.texts_of(part[self.text_column], self.max_chars) if len(part) else []
+        texts = models.texts_of(part[self.text_column], self.max_chars) if len(part) else []
         probs, retries = self.predict_proba(texts)
         return self._attach(part, probs), {"oom_retries": retries}
 
@@ -161,14 +161,14 @@ class HFSequenceClassifier(_hf.ModelStage):
         pred = probs.argmax(axis=1)
         label_values = np.asarray(names, dtype=object)[pred]
         cols = {
-            self.label_column: _hf.new_column(part, label_values, "str"),
-            self.score_column: _hf.new_column(
+            self.label_column: models.new_column(part, label_values, "str"),
+            self.score_column: models.new_column(
                 part, probs[np.arange(len(pred)), pred].astype(np.float32), "float32"
             ),
         }
         if self.write_all_probs:
             for j, name in enumerate(names):
-                cols[f"{self.score_column}_{name}"] = _hf.new_column(
+                cols[f"{self.score_column}_{name}"] = models.new_column(
                     part, probs[:, j].astype(np.float32), "float32"
                 )
         out = part.assign(**cols)

@@ -461,7 +461,7 @@ def _fit_kmeans(vectors: np.ndarray, n_clusters: int, seed: int, max_iter: int) 
         km = GpuKMeans(n_clusters=n_clusters, random_state=seed, max_iter=max_iter, n_init=1)
         km.fit(cupy.asarray(vectors))
         return cupy.asnumpy(km.cluster_centers_).astype(np.float32)
-    from curator_dask.classifiers._hf import require
+    from curator_dask.models import require
 
     require("sklearn", "SemanticDeduplicationWorkflow's k-means")
     from sklearn.cluster import KMeans
@@ -477,7 +477,7 @@ def _host(x: Any) -> np.ndarray:
 
 
 def _frame_lib(part: Any) -> Any:
-    from curator_dask.classifiers._hf import frame_lib
+    from curator_dask.models import frame_lib
 
     return frame_lib(part)
 

