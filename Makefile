@@ -3,15 +3,25 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# torch==2.13.0 is pinned in the `models` extra so pip takes the CPU wheel.
 EXTRAS ?= dev,s3,models,monitoring
+# setup.cfg asks for torch>=2.5; this constraint makes pip take the CPU build of 2.13.0.
+CONSTRAINTS ?= constraints/cpu.txt
+# `make test-min`: its own venv with the lowest versions setup.cfg allows.
+MIN_VENV ?= .venv-min
+MIN_PY := $(MIN_VENV)/bin/python
 
-.PHONY: install demo test test-gpu lint bench clean
+.PHONY: install demo test test-min test-gpu lint bench clean
 
-$(VENV)/.installed-$(subst ,,$(EXTRAS)): setup.cfg pyproject.toml
+$(VENV)/.installed-$(subst ,,$(EXTRAS)): setup.cfg pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
+	touch $@
+
+$(MIN_VENV)/.installed: setup.cfg pyproject.toml constraints/min.txt
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_PY) -m pip install -q --upgrade pip
+	$(MIN_PY) -m pip install -q -c constraints/min.txt -e ".[$(EXTRAS)]"
 	touch $@
 
 install: $(VENV)/.installed-$(subst ,,$(EXTRAS))
@@ -21,6 +31,10 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider
+
+test-min: $(MIN_VENV)/.installed
+	$(MIN_PY) -m pip list --format=freeze | grep -iE '^(dask|distributed|pandas|pyarrow|numpy|numba)=='
+	$(MIN_PY) -m pytest -q -p no:cacheprovider
 
 test-gpu: install
 	$(PY) -m pytest -q -m gpu

@@ -52,8 +52,12 @@ PARAGRAPH_SEPARATOR = f"\\n(?:[{HSPACE}]*\\n)+"
 #: curly closing quotes, and the CJK full stop, exclamation and question marks.
 END_MARKS = ".!?\u2026\"'\u201d\u2019\u3002\uff01\uff1f"
 
-# pandas' string dtype backed by pyarrow (pandas 3's default ``str``).
-STR_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+# pandas' string dtype backed by pyarrow (pandas 3's default ``str``); pandas < 2.3 spells
+# it "pyarrow_numpy" and has no ``na_value`` argument.
+try:
+    STR_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+except TypeError:  # pragma: no cover - pandas 2.2
+    STR_DTYPE = pd.StringDtype("pyarrow_numpy")
 
 # Set False (tests) to run the generic, cudf-compatible path on pandas too.
 _FAST_PANDAS = True
@@ -82,7 +86,7 @@ def char_class(text: Any, name: str) -> str:
 
 def _is_arrow_string(dtype: Any) -> bool:
     if isinstance(dtype, pd.StringDtype):
-        return dtype.storage == "pyarrow"
+        return dtype.storage in ("pyarrow", "pyarrow_numpy")
     if isinstance(dtype, pd.ArrowDtype):
         return pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(
             dtype.pyarrow_dtype
