@@ -43,6 +43,42 @@ def require(module: str, what: str) -> ModuleType:
         ) from err
 
 
+def as_names(value: str | Sequence[str] | None, what: str) -> tuple[str, ...] | None:
+    """``value`` as a tuple of names: one string is one name, never its characters.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is neither a string nor a sequence of strings.
+    ValueError
+        ``value`` is an empty sequence (it would keep nothing).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a string or a list of strings, got {type(value).__name__}"
+        ) from None
+    bad = [v for v in items if not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"{what} must hold strings, got {bad!r}")
+    if not items:
+        raise ValueError(f"{what} is empty: it would keep no document (use None to keep all)")
+    return items
+
+
+def check_known(names: Sequence[str], known: Sequence[str], what: str, source: str) -> None:
+    """Raise ValueError naming the ``names`` that are not in ``known`` (the model's labels)."""
+    unknown = [n for n in names if n not in set(known)]
+    if unknown:
+        shown = list(known) if len(known) <= 40 else [*list(known)[:40], "..."]
+        raise ValueError(f"{what}: {unknown} are not labels of {source}; its labels: {shown}")
+
+
 def default_model_resources() -> Resources:
     """``Resources(gpus=1)`` when dask's dataframe backend is cudf, CPU otherwise.
 

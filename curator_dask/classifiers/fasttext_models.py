@@ -11,6 +11,8 @@ detector (which can fetch the large model) is not used.
 from __future__ import annotations
 
 import importlib.util
+import os
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from curator_dask import models
 from curator_dask.stage import Filter, ProcessingStage
 
 _LABEL_PREFIX = "__label__"
+_FASTTEXT_MAGIC = 793712314
 
 
 def bundled_langid_model_path() -> str:
@@ -44,9 +47,58 @@ def bundled_langid_model_path() -> str:
 def load_fasttext_model(path: str, what: str) -> Any:
     """Load a fastText model file with the predict-only ``fasttext`` module."""
     fasttext = models.require("fasttext", what)
+    _require_file(path, what)
+    return fasttext.load_model(str(path))
+
+
+def _require_file(path: str, what: str) -> None:
     if not Path(path).is_file():
         raise FileNotFoundError(f"{what}: fastText model not found: {path}")
-    return fasttext.load_model(str(path))
+
+
+def _check_max_chars(max_chars: int | None) -> None:
+    if max_chars is not None and (not isinstance(max_chars, int) or max_chars < 1):
+        raise ValueError(f"max_chars must be an int >= 1 or None, got {max_chars!r}")
+
+
+_DICT_CHUNK = 1 << 20
+_LABEL_CACHE: dict[tuple[str, int, int], tuple[str, ...]] = {}
+
+
+def fasttext_labels(path: str) -> tuple[str, ...]:
+    """The labels of a fastText model file, without ``__label__``, read from its dictionary.
+
+    Only the file's header and dictionary are read (fastText's binary format, version 12):
+    no model is loaded, so this is cheap enough to run on the client when a stage is built.
+    """
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+    if key in _LABEL_CACHE:
+        return _LABEL_CACHE[key]
+    with open(path, "rb") as f:
+        head = f.read(8 + 48 + 8 + 28)
+        if len(head) < 92:
+            raise ValueError(f"{path} is not a fastText model file (too short)")
+        magic = struct.unpack_from("<i", head, 0)[0]
+        if magic != _FASTTEXT_MAGIC:
+            raise ValueError(f"{path} is not a fastText model file (magic {magic})")
+        size = struct.unpack_from("<i", head, 64)[0]
+        labels: list[str] = []
+        buf = b""
+        pos = 0
+        for _ in range(size):
+            end = buf.find(b"\0", pos)
+            while end < 0 or end + 9 >= len(buf):
+                chunk = f.read(_DICT_CHUNK)
+                if not chunk:
+                    raise ValueError(f"{path}: truncated fastText dictionary")
+                buf, pos = buf[pos:] + chunk, 0
+                end = buf.find(b"\0", pos)
+            if buf[end + 9] == 1:  # entry type 1: a label
+                labels.append(buf[pos:end].decode("utf-8", "replace").removeprefix(_LABEL_PREFIX))
+            pos = end + 10
+    _LABEL_CACHE[key] = tuple(labels)
+    return _LABEL_CACHE[key]
 
 
 def _one_line(text: Any, max_chars: int | None) -> list[str]:
@@ -89,8 +141,10 @@ class FastTextLangId(ProcessingStage):
         Output columns.
     min_langid_score : float
         Keep documents whose language probability is at least this (0 keeps all).
-    languages : sequence of str, optional
-        Keep only these languages (e.g. ``["en"]``).
+    languages : str or sequence of str, optional
+        Keep only these languages (``"en"`` or ``["en", "fr"]``; ``"EN"`` and
+        ``"__label__en"`` name the same label). Checked against the model file's labels
+        when the stage is built: an unknown language raises ``ValueError`` there.
     max_chars : int, optional
         Characters of each document used for prediction (None: all).
 
@@ -108,10 +162,24 @@ class FastTextLangId(ProcessingStage):
     max_chars: int | None = None
 
     def __post_init__(self) -> None:
+        # Checked here, on the client, against the model file's own labels.
         if not 0.0 <= self.min_langid_score <= 1.0:
             raise ValueError(f"min_langid_score must be in [0, 1], got {self.min_langid_score}")
-        if self.languages is not None:
-            self.languages = tuple(lang.removeprefix(_LABEL_PREFIX) for lang in self.languages)
+        _check_max_chars(self.max_chars)
+        languages = models.as_names(self.languages, f"{self.stage_name}: languages")
+        if self.model_path is not None:
+            self.model_path = str(self.model_path)
+        if languages is not None:
+            path = self.model_path or bundled_langid_model_path()
+            _require_file(path, self.stage_name)
+            known = fasttext_labels(path)
+            by_fold = {lab.casefold(): lab for lab in known}
+            # "EN" (NeMo's spelling) and "__label__en" both name the model's "en"
+            wanted = tuple(lang.removeprefix(_LABEL_PREFIX) for lang in languages)
+            wanted = tuple(by_fold.get(lang.casefold(), lang) for lang in wanted)
+            models.check_known(wanted, known, f"{self.stage_name}: languages", path)
+            languages = wanted
+        self.languages = languages
 
     def setup(self) -> None:
         """Load the fastText model once per worker process."""
@@ -171,7 +239,9 @@ class FastTextQualityFilter(Filter):
 
     Examples
     --------
-    >>> f = FastTextQualityFilter(model_path="quality.bin", label="__label__hq", min_score=0.5)
+    >>> f = FastTextQualityFilter(
+    ...     model_path="quality.bin", label="__label__hq", min_score=0.5
+    ... )  # doctest: +SKIP
     """
 
     model_path: str
@@ -180,8 +250,20 @@ class FastTextQualityFilter(Filter):
     max_chars: int | None = None
 
     def __post_init__(self) -> None:
+        # Checked here, on the client, against the model file's own labels.
         if not 0.0 <= self.min_score <= 1.0:
             raise ValueError(f"min_score must be in [0, 1], got {self.min_score}")
+        _check_max_chars(self.max_chars)
+        if not isinstance(self.label, str):
+            raise TypeError(f"{self.stage_name}: label must be a string, got {self.label!r}")
+        self.model_path = str(self.model_path)
+        _require_file(self.model_path, self.stage_name)
+        models.check_known(
+            [self.label.removeprefix(_LABEL_PREFIX)],
+            fasttext_labels(self.model_path),
+            f"{self.stage_name}: label",
+            self.model_path,
+        )
 
     def setup(self) -> None:
         """Load the fastText model once per worker process."""

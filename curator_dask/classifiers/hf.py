@@ -44,11 +44,14 @@ class HFSequenceClassifier(models.ModelStage):
         Output column: the probability (softmax) of the predicted label.
     labels : sequence of str, optional
         Label names in the order of the model's outputs; default: the model's
-        ``config.json`` ``id2label``.
+        ``config.json`` ``id2label``. Needed only when ``model_dir`` is not readable where
+        the stage is built (it exists on the workers alone).
     write_all_probs : bool
         Also write one probability column per label, named ``<score_column>_<label>``.
-    filter_by : sequence of str, optional
-        Keep only documents whose predicted label is one of these.
+    filter_by : str or sequence of str, optional
+        Keep only documents whose predicted label is one of these (one string is one
+        label). Checked against the label names when the stage is built: an unknown label
+        raises ``ValueError`` there, never on a worker.
     model_inference_batch_size : int
         Documents per forward pass. On a GPU out-of-memory error the batch is halved and
         retried; the number of retries is reported as ``oom_retries`` in the statistics.
@@ -68,7 +71,13 @@ class HFSequenceClassifier(models.ModelStage):
 
     Examples
     --------
-    >>> clf = HFSequenceClassifier(model_dir="models/quality", filter_by=["High"])
+    ``labels`` is needed only when ``model_dir`` exists on the workers alone:
+
+    >>> clf = HFSequenceClassifier(
+    ...     model_dir="models/quality", labels=["Low", "Medium", "High"], filter_by="High"
+    ... )
+    >>> clf.filter_by
+    ('High',)
     >>> df = clf(df)  # doctest: +SKIP
     """
 
@@ -87,17 +96,27 @@ class HFSequenceClassifier(models.ModelStage):
     resources: Resources = field(default_factory=models.default_model_resources)
 
     def __post_init__(self) -> None:
+        # Everything is checked here, on the client, so a mistake never reaches a worker.
         self.model_dir = str(self.model_dir)
         self._check_batching()
-        if self.labels is not None:
-            self.labels = tuple(self.labels)
-        if self.filter_by is not None:
-            self.filter_by = tuple(self.filter_by)
-            if self.labels is not None and set(self.filter_by) - set(self.labels):
+        self.labels = models.as_names(self.labels, f"{self.stage_name}: labels")
+        self.filter_by = models.as_names(self.filter_by, f"{self.stage_name}: filter_by")
+        names = self.label_names()
+        config = self._local_config()
+        if self.labels is not None and config is not None:
+            n_out = _num_outputs(config)
+            if n_out is not None and n_out != len(self.labels):
                 raise ValueError(
-                    f"filter_by {sorted(set(self.filter_by) - set(self.labels))} are not "
-                    f"labels of the model {list(self.labels)}"
+                    f"{self.stage_name}: {len(self.labels)} labels {list(self.labels)} for a "
+                    f"model with {n_out} outputs ({self.model_dir}/config.json)"
                 )
+        if self.filter_by is not None:
+            source = "labels=" if self.labels is not None else f"{self.model_dir}/config.json"
+            models.check_known(self.filter_by, names, f"{self.stage_name}: filter_by", source)
+
+    def _local_config(self) -> dict[str, Any] | None:
+        path = Path(self.model_dir) / "config.json"
+        return models.read_json(path) if path.is_file() else None
 
     # -- worker-side state ---------------------------------------------------------------
     def setup(self) -> None:
@@ -111,9 +130,6 @@ class HFSequenceClassifier(models.ModelStage):
                 f"{self.stage_name}: {len(names)} label names {list(names)} for a model with "
                 f"{n_out} outputs"
             )
-        unknown = set(self.filter_by or ()) - set(names)
-        if unknown:
-            raise ValueError(f"filter_by {sorted(unknown)} are not labels of the model {names}")
 
     def label_names(self) -> tuple[str, ...]:
         """The label names, from ``labels`` or the model's ``config.json``."""
@@ -130,7 +146,7 @@ class HFSequenceClassifier(models.ModelStage):
         config = models.read_json(path)
         id2label = config.get("id2label")
         if not id2label:
-            n = int(config.get("num_labels", 2))
+            n = _num_outputs(config) or 2
             return tuple(f"LABEL_{i}" for i in range(n))
         return tuple(str(id2label[k]) for k in sorted(id2label, key=int))
 
@@ -186,7 +202,9 @@ class QualityClassifier(HFSequenceClassifier):
 
     Examples
     --------
-    >>> clf = QualityClassifier(model_dir="models/quality", filter_by=["High", "Medium"])
+    >>> clf = QualityClassifier(
+    ...     model_dir="models/quality", filter_by=["High", "Medium"]
+    ... )  # doctest: +SKIP
     """
 
     label_column: str = "quality_pred"
@@ -201,8 +219,17 @@ class DomainClassifier(HFSequenceClassifier):
 
     Examples
     --------
-    >>> clf = DomainClassifier(model_dir="models/domain", filter_by=["Science"])
+    >>> clf = DomainClassifier(model_dir="models/domain", filter_by=["Science"])  # doctest: +SKIP
     """
 
     label_column: str = "domain_pred"
     score_column: str = "domain_prob"
+
+
+def _num_outputs(config: dict[str, Any]) -> int | None:
+    """The number of model outputs a ``config.json`` declares (None: it does not say)."""
+    if config.get("id2label"):
+        return len(config["id2label"])
+    if "num_labels" in config:
+        return int(config["num_labels"])
+    return None

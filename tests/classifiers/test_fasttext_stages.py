@@ -16,6 +16,7 @@ from curator_dask.classifiers import (
     FastTextQualityFilter,
     bundled_langid_model_path,
 )
+from curator_dask.classifiers.fasttext_models import fasttext_labels
 from curator_dask.stage import ready_stage, run_stage
 
 pytest.importorskip("fasttext")  # fasttext-predict, from the models extra
@@ -186,6 +187,35 @@ def test_fasttext_model_is_not_pickled(quality_model):
 
 def test_missing_model_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="fastText model not found"):
-        ready_stage(FastTextQualityFilter(model_path=str(tmp_path / "none.bin")))
+        FastTextQualityFilter(model_path=str(tmp_path / "none.bin"))
     with pytest.raises(ValueError, match="min_langid_score"):
         FastTextLangId(min_langid_score=2)
+
+
+def test_labels_read_from_the_model_file(quality_model):
+    assert fasttext_labels(quality_model) == ("hq", "lq")
+    bundled = fasttext_labels(bundled_langid_model_path())
+    assert len(bundled) == 176
+    assert {"en", "fr", "es", "ca"} <= set(bundled)
+
+
+def test_arguments_checked_when_the_stage_is_built(quality_model, no_network):
+    frame = pd.DataFrame({"text": list(LANG_TEXTS.values())})
+    # one string is one language, not a list of characters
+    one = FastTextLangId(languages="en")
+    assert one.languages == ("en",)
+    assert ready_stage(one).process(frame)["text"].tolist() == [LANG_TEXTS["en"]]
+    # NeMo's upper-case codes and fastText's __label__ prefix name the same labels
+    assert FastTextLangId(languages=["EN", "__label__fr"]).languages == ("en", "fr")
+    with pytest.raises(ValueError, match=r"\['english'\] are not labels"):
+        FastTextLangId(languages=["english"])
+    with pytest.raises(ValueError, match="empty"):
+        FastTextLangId(languages=[])
+    with pytest.raises(TypeError, match="strings"):
+        FastTextLangId(languages=[1, 2])
+    with pytest.raises(ValueError, match=r"\['xx'\] are not labels"):
+        FastTextQualityFilter(model_path=quality_model, label="__label__xx")
+    with pytest.raises(FileNotFoundError, match="fastText model not found"):
+        FastTextQualityFilter(model_path="/nonexistent/model.bin")
+    with pytest.raises(ValueError, match="max_chars"):
+        FastTextLangId(max_chars=0)

@@ -195,19 +195,20 @@ def test_refuses_pickle_weights_and_hub_ids(tmp_path, tiny_classifier_dir):
     (bad / "pytorch_model.bin").write_bytes(b"not loaded")
     with pytest.raises(ValueError, match=r"pickle weights \(pytorch_model.bin\)"):
         set_up(HFSequenceClassifier(model_dir=bad))
+    # building the stage (label names from config.json) says so, before any worker
     with pytest.raises(FileNotFoundError, match="never downloads"):
-        set_up(HFSequenceClassifier(model_dir="nvidia/quality-classifier-deberta"))
-    # building the lazy graph (label names from config.json) says the same
+        HFSequenceClassifier(model_dir="nvidia/quality-classifier-deberta")
+    # with labels given (a directory that exists only on the workers), setup says so
     with pytest.raises(FileNotFoundError, match="never downloads"):
-        HFSequenceClassifier(model_dir="nvidia/quality-classifier-deberta").label_names()
+        set_up(HFSequenceClassifier(model_dir="nvidia/quality-classifier-deberta", labels=LABELS))
     with pytest.raises(ValueError, match="model_inference_batch_size"):
         HFSequenceClassifier(model_dir=bad, model_inference_batch_size=0)
 
 
 def test_resources_follow_the_dataframe_backend():
-    assert HFSequenceClassifier(model_dir="m").resources == Resources()
+    assert HFSequenceClassifier(model_dir="m", labels=LABELS).resources == Resources()
     with dask.config.set({"dataframe.backend": "cudf"}):
-        gpu = QualityClassifier(model_dir="m")
+        gpu = QualityClassifier(model_dir="m", labels=LABELS)
     assert gpu.resources == Resources(gpus=1)
     shared = gpu.with_(resources=Resources(gpus=0.25))
     assert shared.resources.to_dask() == {"GPU": 0.25}
@@ -263,3 +264,23 @@ def test_gpu_matches_cpu(tiny_classifier_dir, frame, expected):
     assert clf._device == "cuda"
     out = clf.process(frame)
     np.testing.assert_allclose(out["label_prob"], expected.max(1), atol=1e-4)
+
+
+def test_arguments_checked_when_the_stage_is_built(tiny_classifier_dir, frame, expected):
+    # one string is one label
+    one = HFSequenceClassifier(model_dir=tiny_classifier_dir, filter_by="high")
+    assert one.filter_by == ("high",)
+    got = set_up(one).process(frame)
+    assert set(got["label"]) == {"high"}
+    assert len(got) == int((expected.argmax(1) == LABELS.index("high")).sum())
+    # unknown labels are refused against config.json's id2label, on the client
+    with pytest.raises(ValueError, match=r"\['High'\] are not labels of .*config.json"):
+        HFSequenceClassifier(model_dir=tiny_classifier_dir, filter_by="High")
+    with pytest.raises(ValueError, match=r"\['x'\] are not labels of labels="):
+        HFSequenceClassifier(model_dir="only/on/workers", labels=["a", "b"], filter_by=["x"])
+    with pytest.raises(ValueError, match=r"2 labels .* a model with 3 outputs"):
+        HFSequenceClassifier(model_dir=tiny_classifier_dir, labels=["a", "b"])
+    with pytest.raises(ValueError, match="empty"):
+        HFSequenceClassifier(model_dir=tiny_classifier_dir, filter_by=[])
+    with pytest.raises(TypeError, match="string or a list"):
+        HFSequenceClassifier(model_dir=tiny_classifier_dir, filter_by=3)
