@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from curator_dask import models
 from curator_dask.stage import Filter, ProcessingStage
@@ -127,8 +128,9 @@ class FastTextLangId(ProcessingStage):
 
     Writes the most probable language (without ``__label__``) and its probability, and
     drops documents whose probability is below ``min_langid_score`` or whose language is
-    not in ``languages``. A document with no known token gets a missing language and
-    score 0.
+    not in ``languages``. A missing or empty document, one without a letter (digits,
+    punctuation, whitespace only) and one with no token the model knows get a missing
+    language and score 0, so a ``languages`` filter drops them.
 
     Parameters
     ----------
@@ -147,6 +149,13 @@ class FastTextLangId(ProcessingStage):
         when the stage is built: an unknown language raises ``ValueError`` there.
     max_chars : int, optional
         Characters of each document used for prediction (None: all).
+    lowercase : bool
+        Lower-case the text before predicting (default). fastText's published language-id
+        models were trained on lower-cased text: all-capital French comes out as English
+        without it.
+    nemo_style : bool
+        Write language codes as NeMo Curator does, upper case (``"EN"``), instead of the
+        model's labels (``"en"``). ``languages`` may be given in either case.
 
     Examples
     --------
@@ -160,6 +169,8 @@ class FastTextLangId(ProcessingStage):
     min_langid_score: float = 0.0
     languages: Sequence[str] | None = None
     max_chars: int | None = None
+    lowercase: bool = True
+    nemo_style: bool = False
 
     def __post_init__(self) -> None:
         # Checked here, on the client, against the model file's own labels.
@@ -185,36 +196,56 @@ class FastTextLangId(ProcessingStage):
         """Load the fastText model once per worker process."""
         path = self.model_path or bundled_langid_model_path()
         self._model = load_fasttext_model(path, self.stage_name)
+        # What the model says when it knows no token (its label prior): such a prediction
+        # is no identification, and is written as a missing language.
+        self._no_token = self._model.predict("", k=1)
 
     def teardown(self) -> None:
         self.__dict__.pop("_model", None)
+        self.__dict__.pop("_no_token", None)
 
     def process(self, part: Any) -> Any:
-        lines = _one_line(part[self.text_column], self.max_chars) if len(part) else []
-        langs: list[str | None] = []
-        scores = np.zeros(len(lines), dtype=np.float32)
-        for i, line in enumerate(lines):
-            labels, probs = self._model.predict(line, k=1)
-            if labels:
-                langs.append(labels[0].removeprefix(_LABEL_PREFIX))
-                scores[i] = min(float(probs[0]), 1.0)
-            else:
-                langs.append(None)
-        return self._attach(part, np.asarray(langs, dtype=object), scores)
+        n = len(part)
+        langs = np.full(n, None, dtype=object)
+        scores = np.zeros(n, dtype=np.float32)
+        if n:
+            text = part[self.text_column]
+            if not isinstance(text, pd.Series):
+                text = text.to_pandas()
+            text = text.astype(object).where(text.notna(), "").astype(str)
+            if self.max_chars is not None:
+                text = text.str.slice(0, self.max_chars)
+            # Word-less documents (no letter at all) are never sent to the model.
+            has_letter = text.str.contains(r"[^\W\d_]", regex=True).to_numpy(dtype=bool)
+            if self.lowercase:
+                text = text.str.lower()
+            # fastText predicts one line: a newline would end the document early.
+            text = text.str.replace(r"[\r\n]+", " ", regex=True)
+            no_label, no_prob = self._no_token[0], self._no_token[1]
+            for i, line in zip(
+                np.flatnonzero(has_letter), text.to_numpy()[has_letter], strict=True
+            ):
+                labels, probs = self._model.predict(line, k=1)
+                if labels and not (labels == no_label and probs[0] == no_prob[0]):
+                    langs[i] = labels[0].removeprefix(_LABEL_PREFIX)
+                    scores[i] = min(float(probs[0]), 1.0)
+        return self._attach(part, langs, scores)
 
     def output_meta(self, meta: Any) -> Any:
         return self._attach(meta.iloc[:0], np.asarray([], dtype=object), np.zeros(0, np.float32))
 
     def _attach(self, part: Any, langs: np.ndarray, scores: np.ndarray) -> Any:
+        keep = scores >= self.min_langid_score
+        if self.languages is not None:
+            keep &= np.isin(langs, list(self.languages))
+        if self.nemo_style:
+            langs = np.asarray([x.upper() if x is not None else None for x in langs], object)
         out = part.assign(
             **{
                 self.language_column: models.new_column(part, langs, "str"),
                 self.score_column: models.new_column(part, scores, "float32"),
             }
         )
-        keep = scores >= self.min_langid_score
-        if self.languages is not None:
-            keep &= np.isin(langs, list(self.languages))
         return out if keep.all() else out[keep]
 
 

@@ -152,6 +152,8 @@ def test_langid_bundled_model_offline(no_network):
         out = stage(df).compute()
     assert out["language"].tolist()[:4] == list(LANG_TEXTS)
     assert out["language"].iloc[5] == "en"
+    assert pd.isna(out["language"].iloc[4])  # no letter: no language
+    assert out["language_score"].iloc[4] == 0
     assert (out["language_score"].iloc[:4] > 0.5).all()
     assert out["language_score"].between(0, 1).all()
 
@@ -175,7 +177,7 @@ def test_quality_filter_on_a_generic_model(no_network):
     )
     out = flt.process(frame)
     assert out["text"].tolist() == [LANG_TEXTS["en"]]
-    langid = ready_stage(FastTextLangId()).process(frame)
+    langid = ready_stage(FastTextLangId(lowercase=False)).process(frame)
     assert out["p_en"].iloc[0] == pytest.approx(langid["language_score"].iloc[0], abs=1e-6)
 
 
@@ -219,3 +221,62 @@ def test_arguments_checked_when_the_stage_is_built(quality_model, no_network):
         FastTextQualityFilter(model_path="/nonexistent/model.bin")
     with pytest.raises(ValueError, match="max_chars"):
         FastTextLangId(max_chars=0)
+
+
+SENTENCES = Path(__file__).resolve().parent.parent / "data" / "langid" / "sentences.tsv"
+
+
+def labelled_set() -> pd.DataFrame:
+    """The shipped sentences (13 languages) as documents: as written, upper case, and
+    two sentences of one language joined by a newline."""
+    rows = [
+        line.rstrip("\n").split("\t")
+        for line in SENTENCES.read_text(encoding="utf-8").splitlines(keepends=True)
+        if line.strip() and not line.startswith("#")
+    ]
+    docs = []
+    for i, (lang, text) in enumerate(rows):
+        docs.append((lang, "as written", text))
+        docs.append((lang, "upper case", text.upper()))
+        nxt_lang, nxt = rows[(i + 1) % len(rows)]
+        if nxt_lang == lang:
+            docs.append((lang, "two lines", f"{text}\n{nxt}"))
+    return pd.DataFrame(docs, columns=["truth", "variant", "text"])
+
+
+def test_langid_accuracy_on_a_labelled_multilingual_set(no_network):
+    docs = labelled_set()
+    assert docs["truth"].nunique() == 13
+    assert len(docs) >= 140
+    df = dd.from_pandas(docs, npartitions=3)
+    with dask.config.set(scheduler="sync"):
+        out = FastTextLangId()(df).compute()
+    right = out["language"] == out["truth"]
+    by_variant = right.groupby(out["variant"]).mean()
+    assert (by_variant >= 0.95).all(), by_variant.to_dict()
+    # all-capital Spanish is Spanish, not Catalan; French is French, not English
+    upper = out[out["variant"] == "upper case"]
+    assert (upper.loc[upper["truth"] == "es", "language"] == "es").all()
+    assert (upper.loc[upper["truth"] == "fr", "language"] == "fr").all()
+    # the case folding is what makes upper case work with this model
+    raw = ready_stage(FastTextLangId(lowercase=False)).process(
+        docs[docs["variant"] == "upper case"]
+    )
+    assert (raw["language"] == raw["truth"]).mean() < 0.8
+
+
+def test_langid_missing_empty_and_wordless_documents(no_network):
+    texts = ["", None, "   \n ", "12345 67890", "!!! ??? ...", "2024-01-01 12:00", LANG_TEXTS["en"]]
+    frame = pd.DataFrame({"id": range(len(texts)), "text": texts})
+    out = ready_stage(FastTextLangId()).process(frame)
+    assert out["language"].iloc[:6].isna().all()
+    assert (out["language_score"].iloc[:6] == 0).all()
+    assert out["language"].iloc[6] == "en"
+    # an English-only filter keeps only the English document
+    kept = ready_stage(FastTextLangId(languages="en")).process(frame)
+    assert kept["id"].tolist() == [6]
+    # NeMo's spelling of the codes, on request
+    nemo = ready_stage(FastTextLangId(nemo_style=True, languages=["en", "fr"])).process(
+        pd.DataFrame({"text": [LANG_TEXTS["fr"], LANG_TEXTS["de"], ""]})
+    )
+    assert nemo["language"].tolist() == ["FR"]
