@@ -124,6 +124,19 @@ class StageStats:
         d["removed"] = self.removed
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StageStats:
+        """The inverse of :meth:`to_dict` (``removed`` is derived, not read)."""
+        return cls(
+            d["name"],
+            int(d["docs_in"]),
+            int(d["docs_out"]),
+            int(d.get("quarantined", 0)),
+            float(d.get("seconds", 0.0)),
+            int(d.get("partitions", 1)),
+            dict(d.get("extra") or {}),
+        )
+
 
 @dataclass(kw_only=True)
 class ProcessingStage:

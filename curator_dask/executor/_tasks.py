@@ -1,96 +1,24 @@
 """The functions that run inside tasks: read, stage, write, and their batch-mode forms.
 
 Each returns its statistics as a value (never a counter mutated in a partition); the
-client sums them. The per-partition record a write task returns is also stored next to the
-output (``<output>/_stats/part-xxxxx.json``) so a resumed run can account for partitions
-it skips.
+client sums them. The per-partition record a write task returns is also stored with the
+run's metadata (:meth:`~curator_dask.io.layout.RunLayout.partition_stats_path`) so a
+resumed run can account for partitions it skips. Every file is named and written by the
+run's :class:`~curator_dask.io.layout.RunLayout`.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import time
-import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
-from fsspec.core import url_to_fs
 
 from curator_dask import _backend
-from curator_dask import config as _config
 from curator_dask.io.base import PartitionSpec, Reader, Writer, empty_quarantine
-from curator_dask.io.quarantine import write_quarantine_file
+from curator_dask.io.layout import RunLayout, part_name
 from curator_dask.stage import ProcessingStage, StageStats, ready_stage, run_stage
-
-STATS_DIR = "_stats"
-WORK_DIR = "_work"
-QUARANTINE_DIR = "_quarantine"
-_OBJECT_STORES = {"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "oss"}
-
-
-def part_name(index: int, suffix: str) -> str:
-    """``part-00003.json`` style names, matching the writers' output names."""
-    return f"part-{index:05d}{suffix}"
-
-
-# -- small file helpers (fsspec, so outputs on object stores work too) ----------------------
-def _fs(path: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
-    return url_to_fs(path, **(storage_options or {}))
-
-
-def _join(root: str, *names: str) -> str:
-    return "/".join([root.rstrip("/"), *names])
-
-
-def _is_object_store(fs: Any) -> bool:
-    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-    return any(p in _OBJECT_STORES for p in protocols)
-
-
-def write_bytes_atomic(fs: Any, path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so a reader never sees a partial file."""
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    if _is_object_store(fs):  # an object appears only when its upload completes
-        with fs.open(path, "wb") as f:
-            f.write(data)
-        return
-    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with fs.open(tmp, "wb") as f:
-        f.write(data)
-    fs.mv(tmp, path)
-
-
-def read_json(fs: Any, path: str) -> dict[str, Any] | None:
-    """Return the JSON object at ``path``, or None if it is missing or unreadable."""
-    try:
-        with fs.open(path, "rb") as f:
-            return json.loads(f.read())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def stats_path(output: str, index: int) -> str:
-    """Where the statistics of partition ``index`` are stored."""
-    return _join(output, STATS_DIR, part_name(index, ".json"))
-
-
-def write_quarantine(
-    frame: pd.DataFrame | None,
-    output: str,
-    index: int,
-    storage_options: dict[str, Any] | None = None,
-) -> str | None:
-    """Write partition ``index``'s quarantine records (or remove a stale file if none).
-
-    The directory is ``curator.io.quarantine-dir`` if set, else ``<output>/_quarantine``;
-    the format is that of :func:`curator_dask.io.write_quarantine`.
-    """
-    qdir = _config.get("io.quarantine-dir") or _join(output, QUARANTINE_DIR)
-    if frame is None:
-        frame = empty_quarantine()
-    return write_quarantine_file(frame, qdir, index, storage_options)
 
 
 # -- streaming mode ---------------------------------------------------------------------------
@@ -129,9 +57,8 @@ def stage_task(stage: ProcessingStage, carry: Carry) -> Carry:
 def write_task(
     writer: Writer,
     carry: Carry,
-    output: str,
+    layout: RunLayout,
     token: str,
-    storage_options: dict[str, Any] | None = None,
     note: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the partition, its quarantine records and its statistics; return the record.
@@ -144,7 +71,7 @@ def write_task(
     n_in = len(carry.part)
     written = writer.write_partition(carry.part, carry.index)
     if carry.quarantine is not None:
-        write_quarantine(carry.quarantine, output, carry.index, storage_options)
+        layout.write_quarantine(carry.quarantine, carry.index)
     stats = StageStats(
         type(writer).__name__,
         docs_in=n_in,
@@ -160,10 +87,7 @@ def write_task(
         "finished_at": time.time(),
         **(note or {}),
     }
-    fs, root = _fs(output, storage_options)
-    write_bytes_atomic(
-        fs, stats_path(root, carry.index), json.dumps(record, indent=1).encode("utf-8")
-    )
+    layout.write_json(layout.partition_stats_path(carry.index), record)
     return record
 
 
@@ -185,29 +109,15 @@ class Piece:
     rows: tuple[int, int] | None = None
 
 
-def _range_reader(reader: Reader) -> bool:
-    # Readers whose PartitionSpec.start/end may be cut anywhere in between: JSONL byte
-    # ranges (a line belongs to the range it starts in) and Parquet row-group ranges.
-    from curator_dask.io import JsonlReader, ParquetReader
-
-    return isinstance(reader, (JsonlReader, ParquetReader))
-
-
 def split_piece(reader: Reader, piece: Piece) -> tuple[Piece, Piece]:
-    """Cut ``piece`` in two halves (by range where the reader allows it, else by rows)."""
-    spec = piece.spec
+    """Cut ``piece`` in two halves: narrower reads where the reader can (:meth:`Reader.split`),
+    else two row slices of what it reads."""
     a, b = piece.label + "0", piece.label + "1"
-    if (
-        piece.rows is None
-        and spec.start is not None
-        and spec.end is not None
-        and spec.end - spec.start >= 2
-        and _range_reader(reader)
-    ):
-        mid = (spec.start + spec.end) // 2
-        return Piece(replace(spec, end=mid), a), Piece(replace(spec, start=mid), b)
+    halves = reader.split(piece.spec) if piece.rows is None else None
+    if halves is not None:
+        return Piece(halves[0], a), Piece(halves[1], b)
     k, m = piece.rows or (0, 1)
-    return Piece(spec, a, (2 * k, 2 * m)), Piece(spec, b, (2 * k + 1, 2 * m))
+    return Piece(piece.spec, a, (2 * k, 2 * m)), Piece(piece.spec, b, (2 * k + 1, 2 * m))
 
 
 def read_piece_task(reader: Reader, piece: Piece) -> Carry:
@@ -242,13 +152,11 @@ def _concat_frames(parts: list[Any]) -> Any:
 
 
 def _sum_stats(stats: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    from curator_dask.pipeline import _stats_from_dict
-
     out = []
     for column in zip(*stats, strict=True):
-        total = _stats_from_dict(column[0])
+        total = StageStats.from_dict(column[0])
         for d in column[1:]:
-            total = total + _stats_from_dict(d)
+            total = total + StageStats.from_dict(d)
         out.append(replace(total, partitions=1).to_dict())  # still one partition
     return out
 
@@ -256,9 +164,8 @@ def _sum_stats(stats: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 def write_pieces_task(
     writer: Writer,
     carries: list[Carry],
-    output: str,
+    layout: RunLayout,
     token: str,
-    storage_options: dict[str, Any] | None = None,
     split: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the pieces of a split partition, in order, as that partition's one file.
@@ -274,91 +181,68 @@ def write_pieces_task(
         pd.concat(quarantines, ignore_index=True) if len(quarantines) > 1 else quarantines[0]
     )
     carry = Carry(carries[0].index, part, quarantine, _sum_stats([c.stats for c in carries]))
-    return write_task(writer, carry, output, token, storage_options, {"split": split or {}})
+    return write_task(writer, carry, layout, token, {"split": split or {}})
 
 
 # -- batch mode ---------------------------------------------------------------------------------
-def _write_frame(fs: Any, path: str, part: Any) -> None:
-    buf = io.BytesIO()
-    part.to_parquet(buf)
-    write_bytes_atomic(fs, path, buf.getvalue())
+def _step_file(layout: RunLayout, step_dir: str, index: int, suffix: str) -> str:
+    return layout.work_dir(step_dir, part_name(index, suffix))
 
 
-def _read_frame(fs: Any, path: str) -> Any:
-    with fs.open(path, "rb") as f:
-        data = f.read()
-    return _backend.frame_module().read_parquet(io.BytesIO(data))
-
-
-def _marker(fs: Any, step_dir: str, index: int, token: str, stats: dict[str, Any]) -> dict:
+def _marker(layout: RunLayout, step_dir: str, index: int, token: str, stats: dict) -> dict:
     marker = {"index": index, "token": token, "stats": stats}
-    write_bytes_atomic(
-        fs, _join(step_dir, part_name(index, ".done.json")), json.dumps(marker).encode()
-    )
+    layout.write_json(_step_file(layout, step_dir, index, ".done.json"), marker)
     return marker
 
 
-def batch_done(
-    step_dir: str, index: int, token: str, storage_options: dict[str, Any] | None = None
-) -> dict[str, Any] | None:
+def batch_done(layout: RunLayout, step_dir: str, index: int, token: str) -> dict[str, Any] | None:
     """Return the completion marker of a batch step for ``index`` if it matches ``token``."""
-    fs, root = _fs(step_dir, storage_options)
-    marker = read_json(fs, _join(root, part_name(index, ".done.json")))
+    marker = layout.read_json(_step_file(layout, step_dir, index, ".done.json"))
     if marker is None or marker.get("token") != token:
         return None
-    if not fs.exists(_join(root, part_name(index, ".parquet"))):
+    if not layout.exists(_step_file(layout, step_dir, index, ".parquet")):
         return None
     return marker
 
 
 def batch_read_task(
-    reader: Reader,
-    spec: PartitionSpec,
-    step_dir: str,
-    output: str,
-    token: str,
-    storage_options: dict[str, Any] | None = None,
+    reader: Reader, spec: PartitionSpec, layout: RunLayout, step_dir: str, token: str
 ) -> dict[str, Any]:
     """Batch step 0: read a partition to Parquet, write its quarantine records."""
     carry = read_task(reader, spec)
-    write_quarantine(carry.quarantine, output, spec.index, storage_options)
-    fs, root = _fs(step_dir, storage_options)
-    _write_frame(fs, _join(root, part_name(spec.index, ".parquet")), carry.part)
-    return _marker(fs, root, spec.index, token, carry.stats[0])
+    layout.write_quarantine(carry.quarantine, spec.index)
+    layout.write_frame(_step_file(layout, step_dir, spec.index, ".parquet"), carry.part)
+    return _marker(layout, step_dir, spec.index, token, carry.stats[0])
 
 
 def batch_stage_task(
     stage: ProcessingStage,
     index: int,
+    layout: RunLayout,
     in_dir: str,
     step_dir: str,
     token: str,
-    storage_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Batch step k: run a stage on the previous step's Parquet file of one partition."""
-    fs, in_root = _fs(in_dir, storage_options)
-    part = _read_frame(fs, _join(in_root, part_name(index, ".parquet")))
+    part = layout.read_frame(_step_file(layout, in_dir, index, ".parquet"), _backend.frame_module())
     out, stats = run_stage(ready_stage(stage), part)
-    _, root = _fs(step_dir, storage_options)
-    _write_frame(fs, _join(root, part_name(index, ".parquet")), out)
-    return _marker(fs, root, index, token, stats.to_dict())
+    layout.write_frame(_step_file(layout, step_dir, index, ".parquet"), out)
+    return _marker(layout, step_dir, index, token, stats.to_dict())
 
 
 def batch_write_task(
     writer: Writer,
     index: int,
+    layout: RunLayout,
     in_dir: str,
     stage_stats: list[dict[str, Any]],
-    output: str,
     token: str,
-    storage_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Batch last step: write the final partition with the statistics of every step."""
-    fs, in_root = _fs(in_dir, storage_options)
-    part = _read_frame(fs, _join(in_root, part_name(index, ".parquet")))
+    part = layout.read_frame(_step_file(layout, in_dir, index, ".parquet"), _backend.frame_module())
     # Step 0 already wrote the quarantine records: carry none, so they are kept.
     carry = Carry(index, part, None, list(stage_stats))
-    return write_task(writer, carry, output, token, storage_options)
+    return write_task(writer, carry, layout, token)
 
 
 # -- worker setup -------------------------------------------------------------------------

@@ -18,10 +18,12 @@ from curator_dask import config as _config
 from curator_dask.executor import _tasks
 from curator_dask.executor._progress import Progress
 from curator_dask.io.base import PartitionSpec, Reader, Writer
+from curator_dask.io.layout import RunLayout
+from curator_dask.results import PipelineResult
 from curator_dask.stage import ProcessingStage
 
 if TYPE_CHECKING:
-    from curator_dask.pipeline import Pipeline, PipelineResult
+    from curator_dask.pipeline import Pipeline
 
 logger = logging.getLogger("curator_dask.executor")
 
@@ -72,8 +74,7 @@ class RunPlan:
     pipeline: Pipeline
     mode: str
     specs: list[PartitionSpec]
-    output: str
-    storage_options: dict[str, Any] | None
+    layout: RunLayout
     run_id: str
     reader_token: str
     stage_tokens: list[str]
@@ -95,6 +96,11 @@ class RunPlan:
     def stages(self) -> list[ProcessingStage]:
         return self.pipeline.stages
 
+    @property
+    def output(self) -> str:
+        """The output directory, resolved (absolute path or URL)."""
+        return self.layout.root
+
     def _spec_token(self, spec: PartitionSpec) -> tuple[Any, ...]:
         return (self.reader_token, spec.index, spec.paths, spec.start, spec.end)
 
@@ -107,8 +113,8 @@ class RunPlan:
         return tokenize(self._spec_token(spec), self.stage_tokens[:step])
 
     def step_dir(self, step: int) -> str:
-        """``<output>/_work/<k>-<name>``: where batch step ``step`` writes."""
-        return _tasks._join(self.output, _tasks.WORK_DIR, self.step_names[step])
+        """The work folder (under :meth:`RunLayout.work_dir`) where batch step ``step`` writes."""
+        return self.step_names[step]
 
     def batch_task(
         self, spec: PartitionSpec, step: int, token: str
@@ -117,23 +123,15 @@ class RunPlan:
 
         ``token`` is :meth:`step_token`; the task returns the step's done marker.
         """
-        so = self.storage_options
         if step == 0:
-            return _tasks.batch_read_task, (
-                self.reader,
-                spec,
-                self.step_dir(0),
-                self.output,
-                token,
-                so,
-            )
+            return _tasks.batch_read_task, (self.reader, spec, self.layout, self.step_dir(0), token)
         return _tasks.batch_stage_task, (
             self.stages[step - 1],
             spec.index,
+            self.layout,
             self.step_dir(step - 1),
             self.step_dir(step),
             token,
-            so,
         )
 
     def batch_write_args(self, spec: PartitionSpec, stats: list[dict[str, Any]]) -> tuple[Any, ...]:
@@ -141,11 +139,10 @@ class RunPlan:
         return (
             self.writer,
             spec.index,
+            self.layout,
             self.step_dir(len(self.stages)),
             stats,
-            self.output,
             self.token(spec),
-            self.storage_options,
         )
 
     def key(self, step: int, index: int, piece: str | None = None) -> str:
@@ -187,8 +184,7 @@ def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
         pipeline=pipeline,
         mode=mode,
         specs=specs,
-        output=str(pipeline.writer.path),
-        storage_options=getattr(pipeline.writer, "storage_options", None),
+        layout=pipeline.writer.layout,
         run_id=uuid.uuid4().hex[:8],
         reader_token=_object_token(pipeline.reader),
         stage_tokens=[_stage_token(s) for s in pipeline.stages],
@@ -204,13 +200,12 @@ def done_records(plan: RunPlan) -> dict[int, dict[str, Any]]:
     A partition counts as done when the writer says so *and* its statistics file carries
     this run's token; otherwise it is computed again (its output is replaced atomically).
     """
-    fs, root = _tasks._fs(plan.output, plan.storage_options)
     done: dict[int, dict[str, Any]] = {}
     stale = 0
     for spec in plan.specs:
         if not plan.writer.is_done(spec.index):
             continue
-        rec = _tasks.read_json(fs, _tasks.stats_path(root, spec.index))
+        rec = plan.layout.read_json(plan.layout.partition_stats_path(spec.index))
         if rec is not None and rec.get("token") == plan.token(spec):
             done[spec.index] = rec
         else:
@@ -230,7 +225,7 @@ class Executor:
 
     Subclasses implement :meth:`_session` (where tasks run), :meth:`_run_streaming` and
     :meth:`_run_batch`; this class plans the run, skips partitions already written (resume),
-    sums the statistics returned by the tasks, writes ``<output>/_stats.json``, checks that
+    sums the statistics returned by the tasks, writes the run's statistics, checks that
     every document is accounted for and calls the writer's ``finish``.
     """
 
@@ -274,10 +269,7 @@ class Executor:
         result.check()
         plan.writer.finish(result.to_dict())
         if mode == "batch" and not _config.get("execution.keep-work", False):
-            fs, root = _tasks._fs(plan.output, plan.storage_options)
-            work = _tasks._join(root, _tasks.WORK_DIR)
-            if fs.exists(work):
-                fs.rm(work, recursive=True)
+            plan.layout.remove(plan.layout.work_dir(), recursive=True)
         return result
 
     def _summarise(
@@ -287,9 +279,7 @@ class Executor:
         new: list[dict[str, Any]],
         t0: float,
     ) -> PipelineResult:
-        """Sum the records of skipped and new partitions; write ``_stats.json``."""
-        from curator_dask.pipeline import PipelineResult
-
+        """Sum the records of skipped and new partitions; write the run's statistics."""
         records = {**done, **{r["index"]: r for r in new}}
         result = PipelineResult.from_records(
             plan.pipeline.name,
@@ -299,10 +289,8 @@ class Executor:
             partitions_skipped=len(done),
             execution_mode=plan.mode,
         )
-        fs, root = _tasks._fs(plan.output, plan.storage_options)
-        result.stats_path = _tasks._join(plan.output, "_stats.json")
-        _tasks.write_bytes_atomic(
-            fs, _tasks._join(root, "_stats.json"), result.to_json().encode("utf-8")
+        result.stats_path = plan.layout.write_bytes(
+            plan.layout.stats_path, result.to_json().encode("utf-8")
         )
         return result
 

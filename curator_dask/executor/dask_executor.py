@@ -57,59 +57,23 @@ def _files(spec: PartitionSpec) -> str:
     return names
 
 
-#: Decompressed bytes per stored byte, by how an input file is stored (a rough guess).
-_EXPANSION = {"compressed": 4.0, "parquet": 3.0, "plain": 1.0}
-#: In-memory bytes per decompressed input byte while a task runs: the partition as a frame
-#: and the output a stage builds from it.
-_IN_MEMORY = 2.0
 #: Partitions looked at (evenly spread) to estimate the largest one.
 _MAX_SIZED = 256
-
-
-def _expansion(path: str) -> float:
-    from curator_dask.io._files import compression_of
-
-    if compression_of(path):
-        return _EXPANSION["compressed"]
-    if path.lower().endswith((".parquet", ".parq", ".pq")):
-        return _EXPANSION["parquet"]
-    return _EXPANSION["plain"]
 
 
 def largest_partition_bytes(plan: RunPlan) -> tuple[float, float | None]:
     """Estimated in-memory bytes of the largest partition, and the reader's blocksize.
 
-    On-disk sizes come from the file system (JSONL byte ranges from the range itself),
-    times :data:`_EXPANSION` for compressed and Parquet files, times :data:`_IN_MEMORY`.
+    Asks the reader (:meth:`~curator_dask.io.base.Reader.estimated_bytes` and
+    :attr:`~curator_dask.io.base.Reader.partition_bytes`); 0 when it cannot tell.
     """
     specs = plan.specs
     if len(specs) > _MAX_SIZED:
         step = len(specs) / _MAX_SIZED
         specs = [specs[int(k * step)] for k in range(_MAX_SIZED)]
-    from curator_dask.io import JsonlReader, ParquetReader
-
-    if not isinstance(plan.reader, (JsonlReader, ParquetReader)):
-        return 0.0, None  # other readers' paths need not be files
-    byte_ranges = isinstance(plan.reader, JsonlReader)  # Parquet ranges are row groups
-    storage = getattr(plan.reader, "storage_options", None)
-    sizes: dict[str, int] = {}
-    largest = 0.0
-    for spec in specs:
-        if byte_ranges and spec.start is not None and spec.end is not None:
-            nbytes = float(spec.end - spec.start)
-        else:
-            nbytes = 0.0
-            for path in spec.paths:
-                if path not in sizes:
-                    try:
-                        fs, fpath = _tasks._fs(path, storage)
-                        sizes[path] = int(fs.size(fpath) or 0)
-                    except Exception:  # a size we cannot get is no reason to stop a run
-                        sizes[path] = 0
-                nbytes += sizes[path] * _expansion(path)
-        largest = max(largest, nbytes)
-    blocksize = getattr(plan.reader, "_blocksize", None)
-    return largest * _IN_MEMORY, (float(blocksize) if blocksize else None)
+    largest = max((plan.reader.estimated_bytes(spec) or 0.0 for spec in specs), default=0.0)
+    blocksize = plan.reader.partition_bytes
+    return float(largest), (float(blocksize) if blocksize else None)
 
 
 def check_partition_sizes(client: Any, plan: RunPlan) -> str | None:
@@ -354,9 +318,8 @@ class DaskExecutor(Executor):
                 _tasks.write_task,
                 plan.writer,
                 fut,
-                plan.output,
+                plan.layout,
                 plan.token(spec),
-                plan.storage_options,
                 key=plan.key(last, i),
                 priority=plan.priority(last, i),
             )
@@ -385,9 +348,8 @@ class DaskExecutor(Executor):
                 _tasks.write_pieces_task,
                 plan.writer,
                 [state.done[label] for label in sorted(state.done)],
-                plan.output,
+                plan.layout,
                 plan.token(spec),
-                plan.storage_options,
                 state.summary(),
                 key=plan.key(last, i, ""),
                 priority=plan.priority(last, i),
@@ -477,7 +439,7 @@ class DaskExecutor(Executor):
             markers: dict[int, dict[str, Any]] = {}
             for spec in todo:
                 token = plan.step_token(spec, step)
-                marker = _tasks.batch_done(step_dir, spec.index, token, plan.storage_options)
+                marker = _tasks.batch_done(plan.layout, step_dir, spec.index, token)
                 if marker is not None:
                     markers[spec.index] = marker
                     continue

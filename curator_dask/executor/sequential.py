@@ -49,9 +49,7 @@ class SequentialExecutor(Executor):
             carry = _tasks.read_task(plan.reader, spec)
             for stage in plan.stages:
                 carry = _tasks.stage_task(stage, carry)
-            rec = _tasks.write_task(
-                plan.writer, carry, plan.output, plan.token(spec), plan.storage_options
-            )
+            rec = _tasks.write_task(plan.writer, carry, plan.layout, plan.token(spec))
             records.append(rec)
             progress.update(rec)
         return records
@@ -63,7 +61,7 @@ class SequentialExecutor(Executor):
         for step, step_dir, progress in self._batch_steps(plan, len(todo)):
             for spec in todo:
                 token = plan.step_token(spec, step)
-                marker = _tasks.batch_done(step_dir, spec.index, token, plan.storage_options)
+                marker = _tasks.batch_done(plan.layout, step_dir, spec.index, token)
                 if marker is None:
                     task, args = plan.batch_task(spec, step, token)
                     marker = task(*args)

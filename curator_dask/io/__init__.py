@@ -5,7 +5,8 @@ See ``docs/io.md`` for partitioning, ids, the quarantine format and the writers'
 
 from __future__ import annotations
 
-from curator_dask.io._common import MalformedInputError, QuarantineWarning
+from curator_dask.io._common import BadRecords, FileReader, MalformedInputError, QuarantineWarning
+from curator_dask.io._files import FileInfo
 from curator_dask.io.base import (
     QUARANTINE_COLUMNS,
     PartitionSpec,
@@ -16,12 +17,16 @@ from curator_dask.io.base import (
     empty_quarantine,
 )
 from curator_dask.io.jsonl import JsonlReader, read_jsonl
+from curator_dask.io.layout import RunLayout, write_quarantine
 from curator_dask.io.parquet import ParquetReader, read_parquet
-from curator_dask.io.quarantine import read_quarantine, write_quarantine
+from curator_dask.io.quarantine import read_quarantine
 from curator_dask.io.writers import JsonlWriter, ParquetWriter, write_jsonl, write_parquet
 
 __all__ = [
     "QUARANTINE_COLUMNS",
+    "BadRecords",
+    "FileInfo",
+    "FileReader",
     "JsonlReader",
     "JsonlWriter",
     "MalformedInputError",
@@ -31,6 +36,7 @@ __all__ = [
     "QuarantineWarning",
     "ReadResult",
     "Reader",
+    "RunLayout",
     "WriteResult",
     "Writer",
     "empty_quarantine",

@@ -6,14 +6,21 @@ import contextlib
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from curator_dask import _backend, config
-from curator_dask.io._files import FileInfo, basename, compression_of, list_files, to_bytes
+from curator_dask.io._files import (
+    FileInfo,
+    basename,
+    compression_of,
+    get_fs,
+    list_files,
+    to_bytes,
+)
 from curator_dask.io.base import (
     QUARANTINE_COLUMNS,
     PartitionSpec,
@@ -29,6 +36,11 @@ from curator_dask.io.quarantine import write_quarantine_file
 STRING_DTYPE = pd.StringDtype("pyarrow")
 
 ON_ERROR = ("quarantine", "raise")
+
+#: In-memory bytes per stored byte of a compressed file (a rough guess).
+COMPRESSED_EXPANSION = 4.0
+#: In-memory bytes per decompressed byte while a task runs: the frame and a stage's output.
+IN_MEMORY = 2.0
 
 
 class MalformedInputError(ValueError):
@@ -296,17 +308,23 @@ def backend_meta(meta: pd.DataFrame, backend: str) -> Any:
 
 
 class FileReader(Reader):
-    """What the file readers share: partitions from a file listing, reads, ``to_dask()``.
+    """The base of file readers: partitions from a file listing, reads, ``to_dask()``.
 
     A subclass is a dataclass with the fields annotated here, and gives the file suffixes
     a directory listing picks up (``suffixes``), its name for labels (``format_name``:
-    tasks are labelled ``read-<name>``, warnings ``read_<name>``), how a file larger than
-    ``blocksize`` is split (:meth:`_split_file`), how one file is read (:meth:`_read_file`)
-    and the empty frame of the output (:meth:`_meta`).
+    tasks are labelled ``read-<name>``, warnings ``read_<name>``), how one file is read
+    (:meth:`read_file`), the empty frame of the output (:meth:`meta`) and, optionally, how
+    a file larger than ``blocksize`` is cut into ranges (:meth:`split_file`; by default
+    files are read whole). Partitioning, out-of-memory splitting, size estimates, resume
+    and quarantine come with it (see ``docs/io.md``, "Writing a reader").
     """
 
     suffixes: ClassVar[tuple[str, ...]] = ()
     format_name: ClassVar[str] = ""
+    #: What ``PartitionSpec.start``/``end`` count: ``"bytes"`` or e.g. ``"row_groups"``.
+    range_unit: ClassVar[str] = "bytes"
+    #: In-memory bytes per stored byte of an uncompressed file of this format (a rough guess).
+    expansion: ClassVar[float] = 1.0
 
     paths: Any
     columns: Sequence[str] | None
@@ -337,13 +355,48 @@ class FileReader(Reader):
             files,
             bs,
             self.files_per_partition,
-            split=(lambda f: self._split_file(f, bs)) if bs else None,
+            split=(lambda f: self.split_file(f, bs)) if bs else None,
         )
 
     def read_partition(self, spec: PartitionSpec) -> ReadResult:
         """Read one partition: the good documents and the quarantined records."""
         result = self._read_pandas(spec)
         return ReadResult(_backend.to_backend(result.data), result.quarantine, result.docs_read)
+
+    def split(self, spec: PartitionSpec) -> tuple[PartitionSpec, PartitionSpec] | None:
+        """Halve a range partition (a line or row group belongs to the half it starts in).
+
+        Whole files cannot be read in part: None, and the executor keeps row slices.
+        """
+        if spec.start is None or spec.end is None or spec.end - spec.start < 2:
+            return None
+        mid = (spec.start + spec.end) // 2
+        return replace(spec, end=mid), replace(spec, start=mid)
+
+    def estimated_bytes(self, spec: PartitionSpec) -> float | None:
+        """Stored bytes (a byte range's length, else the files' sizes) times the expansion.
+
+        Compressed files count :data:`COMPRESSED_EXPANSION` times their size, others
+        :attr:`expansion` times, and the whole :data:`IN_MEMORY` times (the frame and a
+        stage's output from it).
+        """
+        if self.range_unit == "bytes" and spec.start is not None and spec.end is not None:
+            return float(spec.end - spec.start) * self.expansion * IN_MEMORY
+        nbytes = 0.0
+        for path in spec.paths:
+            try:
+                fs, fpath = get_fs(path, self.storage_options)
+                size = int(fs.size(fpath) or 0)
+            except Exception:  # a size we cannot get is no reason to stop a run
+                size = 0
+            factor = COMPRESSED_EXPANSION if compression_of(path) else self.expansion
+            nbytes += size * factor
+        return nbytes * IN_MEMORY
+
+    @property
+    def partition_bytes(self) -> int | None:
+        """The blocksize in bytes (None with ``files_per_partition``)."""
+        return self._blocksize
 
     def to_dask(self) -> Any:
         """Return a lazy dask dataframe with one partition per :meth:`partitions` entry.
@@ -356,7 +409,7 @@ class FileReader(Reader):
         import dask.dataframe as dd
 
         specs = self.partitions()
-        meta = self._meta(specs)
+        meta = self.meta(specs)
         task = _ReadTask(
             self,
             meta,
@@ -373,17 +426,20 @@ class FileReader(Reader):
         )
 
     # -- what a subclass gives -------------------------------------------------------------
-    def _split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
-        """Ranges (``PartitionSpec.start``/``end``) of a file larger than ``blocksize``."""
-        raise NotImplementedError
+    def split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
+        """Ranges (``PartitionSpec.start``/``end``) of a file larger than ``blocksize``.
 
-    def _read_file(
+        None (the default) reads the file whole, as one partition.
+        """
+        return None
+
+    def read_file(
         self, path: str, start: int | None, end: int | None
     ) -> tuple[pd.DataFrame, BadRecords]:
         """Read one file (or the ``start``/``end`` range of it) into a frame and bad records."""
         raise NotImplementedError
 
-    def _meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
+    def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
         """An empty frame with the columns and dtypes of the output."""
         raise NotImplementedError
 
@@ -392,7 +448,7 @@ class FileReader(Reader):
         frames, quarantines = [], []
         docs = 0
         for path in spec.paths:
-            part, bad = self._read_file(path, spec.start, spec.end)
+            part, bad = self.read_file(path, spec.start, spec.end)
             docs += len(part) + len(bad)
             if self.add_filename:
                 part = part.assign(

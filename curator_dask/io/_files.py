@@ -34,6 +34,15 @@ class FileInfo:
     size: int
 
 
+def part_name(index: int, suffix: str = "") -> str:
+    """The file name of partition ``index``: ``part-00042.jsonl`` (the only place it is formed).
+
+    >>> part_name(42, ".jsonl")
+    'part-00042.jsonl'
+    """
+    return f"part-{index:05d}{suffix}"
+
+
 def compression_of(path: str) -> str | None:
     """Return the compression implied by ``path``'s suffix, or None."""
     return COMPRESSION_SUFFIXES.get(os.path.splitext(path)[1].lower())

@@ -2,10 +2,17 @@
 
 A reader knows its partitions before anything is read (:meth:`Reader.partitions`) and reads
 one of them at a time (:meth:`Reader.read_partition`), returning the good documents and the
-quarantined records separately. A writer writes one partition at a time under a
-deterministic name (:meth:`Writer.write_partition`), can tell whether a partition is already
-written (:meth:`Writer.is_done`, for resuming), and marks the dataset complete
-(:meth:`Writer.finish`).
+quarantined records separately. It can estimate a partition's size in memory
+(:meth:`Reader.estimated_bytes`) and cut a partition in two narrower ones
+(:meth:`Reader.split`, used when a partition runs out of memory). A writer writes one
+partition at a time under a deterministic name (:meth:`Writer.write_partition`), can tell
+whether a partition is already written (:meth:`Writer.is_done`, for resuming), marks the
+dataset complete (:meth:`Writer.finish`), and tells where every file of the run goes
+(:attr:`Writer.layout`, a :class:`~curator_dask.io.layout.RunLayout`).
+
+Everything the executor needs from a reader or writer is a method or attribute here, with a
+default: a new reader format gets splitting, resume and quarantine without touching the
+executor (see ``docs/io.md``, "Writing a reader").
 
 The executor streams partitions through ``read_partition -> stages -> write_partition``;
 :meth:`Reader.to_dask` builds the same reads as a lazy dask dataframe for notebook use.
@@ -14,9 +21,12 @@ The executor streams partitions through ``read_partition -> stages -> write_part
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from curator_dask.io.layout import RunLayout
 
 #: Columns of a quarantine record (one row per rejected input record).
 QUARANTINE_COLUMNS = ("file", "line", "byte_offset", "reason", "raw")
@@ -77,6 +87,24 @@ class Reader:
         """Return a lazy dask dataframe over :meth:`partitions`."""
         raise NotImplementedError
 
+    def split(self, spec: PartitionSpec) -> tuple[PartitionSpec, PartitionSpec] | None:
+        """Two partitions that together read exactly what ``spec`` reads, or None.
+
+        Used when a partition runs out of memory. None (the default) means the reader
+        cannot read less than ``spec``: the executor then reads ``spec`` and keeps row
+        slices of it. The halves keep ``spec.index``.
+        """
+        return None
+
+    def estimated_bytes(self, spec: PartitionSpec) -> float | None:
+        """Estimated in-memory bytes of partition ``spec`` once read, or None if unknown."""
+        return None
+
+    @property
+    def partition_bytes(self) -> int | None:
+        """The target size in bytes this reader cuts its input by (a blocksize), or None."""
+        return None
+
 
 @dataclass(frozen=True)
 class WriteResult:
@@ -91,6 +119,17 @@ class Writer:
     """Base of writers: one file per partition, atomic, resumable."""
 
     path: str
+    #: Passed to fsspec for every file of the run.
+    storage_options: dict[str, Any] | None = None
+    #: The suffix of the document files (``".jsonl"``).
+    suffix: ClassVar[str] = ""
+
+    @property
+    def layout(self) -> RunLayout:
+        """Where every file of the run goes (resolved on the client)."""
+        from curator_dask.io.layout import RunLayout  # io.layout builds on this module
+
+        return RunLayout.for_output(self.path, self.suffix, self.storage_options)
 
     def begin(self) -> None:
         """Prepare the output location (called once, on the client, before writing)."""

@@ -454,10 +454,10 @@ class JsonlReader(FileReader):
             raise ValueError(f"max_document_bytes must be >= 1, got {self.max_document_bytes}")
 
     # -- internals -------------------------------------------------------------------------
-    def _split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
+    def split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
         return byte_ranges(f, blocksize)
 
-    def _read_file(
+    def read_file(
         self, path: str, start: int | None, end: int | None
     ) -> tuple[pd.DataFrame, BadRecords]:
         fs, fpath = get_fs(path, self.storage_options)
@@ -491,7 +491,7 @@ class JsonlReader(FileReader):
             bad.add(buf.count(b"\n") + 1, len(buf), problem + " (unreadable tail)", tail)
         return part, bad
 
-    def _meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
+    def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
         """An empty frame with the columns and dtypes of the first records of the input."""
         for spec in specs[:8]:
             for path in spec.paths[:1]:

@@ -102,12 +102,14 @@ class ParquetReader(FileReader):
 
     suffixes = PARQUET_SUFFIXES
     format_name = "parquet"
+    range_unit = "row_groups"
+    expansion = 3.0  # compressed columns decoded into a frame
 
     def __post_init__(self) -> None:
         self._check_arguments()
 
     # -- internals -------------------------------------------------------------------------
-    def _split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
+    def split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
         # Only a file larger than ``blocksize`` has its footer read.
         return _row_group_ranges(f, blocksize, self.storage_options)
 
@@ -117,7 +119,7 @@ class ParquetReader(FileReader):
         wanted = [self.id_column, self.text_column, *self.columns]
         return [c for c in dict.fromkeys(wanted) if c in schema.names]
 
-    def _read_file(
+    def read_file(
         self, path: str, start: int | None, end: int | None
     ) -> tuple[pd.DataFrame, BadRecords]:
         fs, fpath = get_fs(path, self.storage_options)
@@ -180,7 +182,7 @@ class ParquetReader(FileReader):
             return np.zeros(table.num_rows, dtype=bool)
         return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
 
-    def _meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
+    def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
         if not specs:
             return empty_frame(self.id_column, self.text_column, self.add_filename)
         path = specs[0].paths[0]

@@ -15,13 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from curator_dask.io._files import get_fs, write_bytes
+from curator_dask.io._files import get_fs, part_name, write_bytes
 from curator_dask.io.base import QUARANTINE_COLUMNS, empty_quarantine
 
 
 def quarantine_part_name(index: int) -> str:
     """``part-00042.jsonl`` for partition 42."""
-    return f"part-{index:05d}.jsonl"
+    return part_name(index, ".jsonl")
 
 
 def encode_quarantine(frame: pd.DataFrame) -> bytes:
@@ -59,39 +59,6 @@ def write_quarantine_file(
     fs.makedirs(root, exist_ok=True)
     write_bytes(fs, final, encode_quarantine(frame))
     return final if "://" not in directory else fs.unstrip_protocol(final)
-
-
-def write_quarantine(
-    frame: pd.DataFrame,
-    path: str,
-    index: int,
-    storage_options: dict[str, Any] | None = None,
-) -> str | None:
-    """Write the quarantine rows of partition ``index`` under an output directory.
-
-    This writes to disk now: ``<path>/_quarantine/part-<index:05d>.jsonl``, atomically
-    (temporary name then rename; a direct write on object stores). An empty ``frame``
-    writes nothing and removes a file left at that name by an earlier run.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Rows with the columns of :data:`~curator_dask.io.base.QUARANTINE_COLUMNS`, as in
-        :attr:`~curator_dask.io.base.ReadResult.quarantine`.
-    path : str
-        The output directory of the run (local or ``s3://...``).
-    index : int
-        The partition index.
-    storage_options : dict, optional
-        Passed to fsspec.
-
-    Returns
-    -------
-    str or None
-        The file written, or None when ``frame`` is empty.
-    """
-    directory = path.rstrip("/") + "/_quarantine"
-    return write_quarantine_file(frame, directory, index, storage_options)
 
 
 def read_quarantine(path: str, storage_options: dict[str, Any] | None = None) -> pd.DataFrame:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -23,8 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curator_dask import _backend
-from curator_dask.io._files import atomic_output, get_fs, path_error, write_bytes
+from curator_dask.io._files import atomic_output, part_name, path_error
 from curator_dask.io.base import Writer, WriteResult
+from curator_dask.io.layout import TMP_SUFFIX, RunLayout, part_index
 
 MODES = ("overwrite", "resume", "error")
 _JSONL_ROWS_PER_CHUNK = 20_000
@@ -44,29 +44,33 @@ class _FileWriter(Writer):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         self.path = str(self.path)
+        self._layout: RunLayout | None = None
 
     # -- names -----------------------------------------------------------------------------
     def part_name(self, index: int) -> str:
         """The file name of partition ``index``, e.g. ``part-00042.jsonl``."""
-        return f"part-{index:05d}{self.suffix}"
+        return part_name(index, self.suffix)
 
-    def _fs(self) -> tuple[Any, str]:
-        fs, root = get_fs(self.path, self.storage_options)
-        return fs, root.rstrip("/")
-
-    def _full(self, fs: Any, name: str) -> str:
-        return name if "://" not in self.path else fs.unstrip_protocol(name)
+    @property
+    def layout(self) -> RunLayout:
+        """Where this writer's files go (resolved by :meth:`begin`, on the client)."""
+        if self._layout is None:
+            self._layout = RunLayout.for_output(self.path, self.suffix, self.storage_options)
+        return self._layout
 
     # -- the Writer contract ---------------------------------------------------------------
     def begin(self) -> None:
         """Prepare the output directory according to ``mode``.
 
-        ``overwrite`` deletes part files, temporary files, ``_SUCCESS`` and quarantine
-        files of an earlier run (other files are left alone); ``resume`` keeps finished
-        part files and deletes temporary files and ``_SUCCESS``; ``error`` raises
+        Resolves the output path (relative to this process' directory) for every task that
+        follows. ``overwrite`` deletes part files, temporary files, the completion marker and
+        quarantine files of an earlier run (other files are left alone); ``resume`` keeps
+        finished part files and deletes temporary files and the marker; ``error`` raises
         :class:`FileExistsError` if the directory exists and is not empty.
         """
-        fs, root = self._fs()
+        self._layout = RunLayout.for_output(self.path, self.suffix, self.storage_options)
+        layout = self._layout
+        fs, root = layout.fs()
         try:
             exists = fs.exists(root)
             if self.mode == "error" and exists and fs.ls(root, detail=False):
@@ -75,7 +79,7 @@ class _FileWriter(Writer):
                     "mode='overwrite' to replace it or mode='resume' to continue it"
                 )
             if exists:
-                stale = self._stale(fs, root)
+                stale = self._stale(layout)
                 if stale:
                     fs.rm(stale)
             fs.makedirs(root, exist_ok=True)
@@ -84,20 +88,25 @@ class _FileWriter(Writer):
         except OSError as err:
             raise path_error(err, "prepare output directory", self.path) from err
 
-    def _stale(self, fs: Any, root: str) -> list[str]:
+    def _stale(self, layout: RunLayout) -> list[str]:
+        fs, root = layout.fs()
         names = fs.ls(root, detail=False)
-        tmp = re.compile(r"\.tmp-[0-9a-f]{32}$")
-        out = [n for n in names if tmp.search(n)]
-        out += [n for n in names if posixpath.basename(n) == "_SUCCESS"]
+        out = [n for n in names if TMP_SUFFIX.search(n)]
+        marker = layout.fs(layout.success_path)[1]
+        if fs.exists(marker):
+            out.append(marker)
         if self.mode == "overwrite":
-            part = re.compile(r"^part-\d{5,}" + re.escape(self.suffix) + "$")
-            out += [n for n in names if part.match(posixpath.basename(n))]
-            qdir = posixpath.join(root, "_quarantine")
+            out += [
+                n
+                for n in names
+                if part_index(n) is not None and posixpath.basename(n).endswith(self.suffix)
+            ]
+            qdir = layout.fs(layout.quarantine_dir)[1]
             if fs.isdir(qdir):
                 out += [
                     n
                     for n in fs.ls(qdir, detail=False)
-                    if re.match(r"^part-\d{5,}\.jsonl$", posixpath.basename(n)) or tmp.search(n)
+                    if (part_index(n) is not None and n.endswith(".jsonl")) or TMP_SUFFIX.search(n)
                 ]
         return sorted(set(out))
 
@@ -109,22 +118,20 @@ class _FileWriter(Writer):
         """
         if self.mode != "resume":
             return False
-        fs, root = self._fs()
-        return bool(fs.exists(posixpath.join(root, self.part_name(index))))
+        return self.layout.exists(self.layout.part_path(index))
 
     def write_partition(self, part: Any, index: int) -> WriteResult:
         """Write one partition (pandas or cudf) to ``part-<index:05d>``, atomically."""
-        fs, root = self._fs()
-        final = posixpath.join(root, self.part_name(index))
-        with atomic_output(fs, final) as f:
+        final = self.layout.part_path(index)
+        fs, path = self.layout.fs(final)
+        with atomic_output(fs, path) as f:
             self._encode(part, f)
-        return WriteResult(index, self._full(fs, final), len(part))
+        return WriteResult(index, final, len(part))
 
     def finish(self, summary: dict[str, Any]) -> None:
-        """Write ``_SUCCESS`` holding ``summary`` as JSON (atomically)."""
-        fs, root = self._fs()
+        """Write the completion marker holding ``summary`` as JSON (atomically)."""
         data = json.dumps(summary, indent=2, sort_keys=True, default=str).encode()
-        write_bytes(fs, posixpath.join(root, "_SUCCESS"), data)
+        self.layout.write_bytes(self.layout.success_path, data)
 
     def _encode(self, part: Any, f: Any) -> None:
         raise NotImplementedError
