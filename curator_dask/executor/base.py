@@ -229,9 +229,6 @@ class Executor:
     every document is accounted for and calls the writer's ``finish``.
     """
 
-    #: Shown in progress lines and statistics.
-    name: str = "executor"
-
     def __init__(self, progress: bool | None = None) -> None:
         self.progress = progress
 

@@ -39,12 +39,10 @@ def _out_of_memory(exc: BaseException | None) -> bool:
     """A worker killed (by its nanny at the memory limit, or the kernel), or a MemoryError."""
     from distributed import KilledWorker
 
+    from curator_dask.monitoring.checks import is_gpu_oom  # imported when a task fails
+
     if isinstance(exc, (KilledWorker, MemoryError)):
         return True
-    try:
-        from curator_dask.monitoring.checks import is_gpu_oom
-    except ImportError:  # monitoring is optional
-        return False
     return exc is not None and is_gpu_oom(exc)
 
 
@@ -81,12 +79,10 @@ def check_partition_sizes(client: Any, plan: RunPlan) -> str | None:
 
     Uses :func:`curator_dask.monitoring.checks.check_partition_size` with the smallest
     worker memory limit and the largest worker thread count; returns its suggested
-    blocksize, or None (also when the monitoring package is not installed).
+    blocksize, or None.
     """
-    try:
-        from curator_dask.monitoring.checks import check_partition_size
-    except ImportError:
-        return None
+    from curator_dask.monitoring.checks import check_partition_size  # pandas-heavy: on use
+
     workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
     limits = [w.get("memory_limit") or 0 for w in workers]
     limits = [x for x in limits if x > 0]
@@ -169,8 +165,6 @@ class DaskExecutor(Executor):
     >>> executor = DaskExecutor(cluster=ClusterConfig(n_workers=2))
     >>> result = pipeline.run(executor)  # doctest: +SKIP
     """
-
-    name = "dask"
 
     def __init__(
         self,

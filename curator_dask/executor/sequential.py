@@ -30,8 +30,6 @@ class SequentialExecutor(Executor):
     >>> result = pipeline.run(SequentialExecutor())  # doctest: +SKIP
     """
 
-    name = "sequential"
-
     @contextlib.contextmanager
     def _session(self, plan: RunPlan) -> Iterator[Any]:
         _tasks.setup_on_node(plan.stages)
