@@ -16,35 +16,65 @@ The public API, in the vocabulary NeMo Curator users know:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from curator_dask.config import register_defaults
 
 register_defaults()
 
-from curator_dask.cluster import ClusterConfig, get_client  # noqa: E402
-from curator_dask.dedup import (  # noqa: E402
-    ExactDeduplicationWorkflow,
-    FuzzyDeduplicationWorkflow,
-    SemanticDeduplicationWorkflow,
-)
-from curator_dask.io import (  # noqa: E402
-    JsonlReader,
-    JsonlWriter,
-    ParquetReader,
-    ParquetWriter,
-    read_jsonl,
-    read_parquet,
-    write_jsonl,
-    write_parquet,
-)
-from curator_dask.pipeline import Pipeline, PipelineResult  # noqa: E402
-from curator_dask.stage import (  # noqa: E402
-    Filter,
-    Modifier,
-    ProcessingStage,
-    Resources,
-    StageStats,
-    processing_stage,
-)
+from curator_dask._lazy import lazy_exports  # noqa: E402
+
+_EXPORTS = {
+    "ClusterConfig": "curator_dask.cluster",
+    "get_client": "curator_dask.cluster",
+    "ExactDeduplicationWorkflow": "curator_dask.dedup",
+    "FuzzyDeduplicationWorkflow": "curator_dask.dedup",
+    "SemanticDeduplicationWorkflow": "curator_dask.dedup",
+    "JsonlReader": "curator_dask.io",
+    "JsonlWriter": "curator_dask.io",
+    "ParquetReader": "curator_dask.io",
+    "ParquetWriter": "curator_dask.io",
+    "read_jsonl": "curator_dask.io",
+    "read_parquet": "curator_dask.io",
+    "write_jsonl": "curator_dask.io",
+    "write_parquet": "curator_dask.io",
+    "Pipeline": "curator_dask.pipeline",
+    "PipelineResult": "curator_dask.pipeline",
+    "Filter": "curator_dask.stage",
+    "Modifier": "curator_dask.stage",
+    "ProcessingStage": "curator_dask.stage",
+    "Resources": "curator_dask.stage",
+    "StageStats": "curator_dask.stage",
+    "processing_stage": "curator_dask.stage",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from curator_dask.cluster import ClusterConfig, get_client
+    from curator_dask.dedup import (
+        ExactDeduplicationWorkflow,
+        FuzzyDeduplicationWorkflow,
+        SemanticDeduplicationWorkflow,
+    )
+    from curator_dask.io import (
+        JsonlReader,
+        JsonlWriter,
+        ParquetReader,
+        ParquetWriter,
+        read_jsonl,
+        read_parquet,
+        write_jsonl,
+        write_parquet,
+    )
+    from curator_dask.pipeline import Pipeline, PipelineResult
+    from curator_dask.stage import (
+        Filter,
+        Modifier,
+        ProcessingStage,
+        Resources,
+        StageStats,
+        processing_stage,
+    )
 
 __version__ = "0.1.0"
 

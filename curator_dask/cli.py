@@ -38,15 +38,13 @@ import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask.config
-import yaml
-
-from curator_dask.cluster import ClusterConfig, get_client
-from curator_dask.io.base import Reader, Writer
-from curator_dask.pipeline import AccountingError, Pipeline
-from curator_dask.stage import ProcessingStage, Resources
+# Only the standard library at module level: `curator-dask --help` and argument errors must
+# not pay for dask.dataframe, numba and pyarrow (tests/test_cli.py times them).
+if TYPE_CHECKING:
+    from curator_dask.cluster import ClusterConfig
+    from curator_dask.pipeline import Pipeline
 
 #: Modules whose ``register(subparsers, add_cluster_args, client_from_args)`` adds
 #: subcommands (e.g. ``"curator_dask.dedup.cli"``).
@@ -97,7 +95,9 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         metavar="N",
         help="local workers; with a scheduler, workers to wait for",
     )
-    g.add_argument("--threads-per-worker", type=int, metavar="N")
+    g.add_argument(
+        "--threads-per-worker", type=int, metavar="N", help="threads of each local worker"
+    )
     g.add_argument("--memory-limit", metavar="SIZE", help='per worker, e.g. "8GB" or "auto"')
     g.add_argument("--local-directory", metavar="DIR", help="worker scratch and spill dir")
     g.add_argument(
@@ -112,6 +112,8 @@ def cluster_config_from_args(
     args: argparse.Namespace, base: ClusterConfig | None = None
 ) -> ClusterConfig:
     """Combine ``base`` (default: ``curator.cluster.*``) with the cluster flags in ``args``."""
+    from curator_dask.cluster import ClusterConfig
+
     cfg = base if base is not None else ClusterConfig.from_dask_config()
     changes: dict[str, Any] = {}
     address = getattr(args, "scheduler_address", None)
@@ -134,6 +136,8 @@ def cluster_config_from_args(
 @contextlib.contextmanager
 def client_from_args(args: argparse.Namespace, base: ClusterConfig | None = None) -> Iterator[Any]:
     """Yield a :class:`distributed.Client` for the cluster flags; clean up on exit."""
+    from curator_dask.cluster import get_client
+
     with get_client(cluster_config_from_args(args, base)) as client:
         yield client
 
@@ -152,6 +156,8 @@ class RunConfig:
 
 def load_run_config(path: str | os.PathLike[str]) -> RunConfig:
     """Read a pipeline YAML file (see the module docstring); errors name the key at fault."""
+    import yaml
+
     try:
         with open(path) as f:
             data = yaml.safe_load(f)
@@ -162,6 +168,13 @@ def load_run_config(path: str | os.PathLike[str]) -> RunConfig:
 
 def run_config_from_dict(data: Any) -> RunConfig:
     """Build a :class:`RunConfig` from the parsed YAML mapping."""
+    import dask.config
+
+    from curator_dask.cluster import ClusterConfig
+    from curator_dask.io.base import Reader, Writer
+    from curator_dask.pipeline import Pipeline
+    from curator_dask.stage import ProcessingStage
+
     if not isinstance(data, Mapping):
         raise ConfigError("", f"a pipeline file holds a mapping, got {type(data).__name__}")
     _no_unknown(data, _TOP_KEYS, "")
@@ -247,6 +260,8 @@ def resolve_class(name: str, modules: Sequence[str], key: str) -> Any:
 
 
 def _build(spec: Any, key: str, modules: Sequence[str], base: type) -> Any:
+    from curator_dask.stage import ProcessingStage, Resources
+
     if isinstance(spec, str):
         spec = {"class": spec}
     _mapping(spec, key)
@@ -378,44 +393,233 @@ def _hint_name(hint: Any) -> str:
     return str(hint).replace("typing.", "")
 
 
+# -- help, version, logging ------------------------------------------------------------------
+RUN_HELP = """\
+Run the pipeline described in a YAML file: read, apply the stages in order, write. Progress
+goes to stderr, the summary to stdout; the output directory gets _stats.json and, with the
+monitoring extra, _report.html. A file looks like this:
+
+    name: demo
+    reader:
+      class: JsonlReader            # from curator_dask.io, or "package.module:Class"
+      params: {paths: data/, blocksize: 64MB}
+    stages:
+      - class: UnicodeNormalizer    # from curator_dask.filters / modifiers / classifiers
+      - class: WordCountFilter
+        params: {min_words: 50}
+        resources: {cpus: 1}        # or {gpus: 1}, {gpu_memory_gb: 8}
+      - class: my_package.stages:MyStage
+    writer:
+      class: JsonlWriter
+      params: {path: out/, mode: resume}
+    execution: {mode: streaming, max_in_flight: 8}   # optional
+    cluster: {n_workers: 4, threads_per_worker: 1}   # optional; the flags below override it
+    config: {curator.io.blocksize: 128MB}            # optional dask config for the run
+
+A mistake in the file is reported with the key at fault, e.g.
+"stages[2].params.min_words: expected int, got 'many'", and exit status 2.
+"""
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_HANDLERS: list[logging.Handler] = []
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; every option with a default says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and "%(default)" not in text
+            and not any(default is v for v in (None, False, True))  # 1.0 == True
+            and default != argparse.SUPPRESS
+            and not isinstance(action, argparse._CountAction)
+        ):
+            text = f"{text} (default: %(default)s)" if text else "default: %(default)s"
+        return text or " "  # argparse prints nothing for an empty help
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
+
+
+def version_string() -> str:
+    """``curator-dask X (dask Y, distributed Z, pandas W, Python V)``, without importing them."""
+    from importlib import metadata
+
+    from curator_dask import __version__
+
+    parts = []
+    for name in ("dask", "distributed", "pandas", "pyarrow"):
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} missing")
+    py = ".".join(map(str, sys.version_info[:3]))
+    return f"curator-dask {__version__} ({', '.join(parts)}, Python {py})"
+
+
+def add_logging_args(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """Add ``-v/-q/--log-level/--log-file`` (``suppress``: no defaults, for subcommands)."""
+    default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
+    g = parser.add_argument_group("output")
+    g.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        help="more detail: -v debug messages of curator_dask, -vv also dask's",
+        **({"default": argparse.SUPPRESS} if suppress else {"default": 0}),
+    )
+    g.add_argument(
+        "-q",
+        "--quiet",
+        action="count",
+        help="less: -q warnings only (no progress), -qq errors only",
+        **({"default": argparse.SUPPRESS} if suppress else {"default": 0}),
+    )
+    g.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_LEVELS,
+        metavar="LEVEL",
+        help=f"level of curator_dask's messages, one of {', '.join(_LEVELS)} "
+        "(default: INFO, or as -v/-q say)",
+        **default,
+    )
+    g.add_argument(
+        "--log-file",
+        metavar="FILE",
+        help="also append every message (debug included) to FILE",
+        **default,
+    )
+
+
+def setup_logging(
+    verbose: int = 0, quiet: int = 0, level: str | None = None, log_file: str | None = None
+) -> int:
+    """Send curator_dask's (and dask's) log records to stderr and ``log_file``; return the level.
+
+    curator_dask logs at ``level`` (default INFO, -v DEBUG, -q WARNING, -qq ERROR); dask and
+    distributed log warnings only unless -vv. Progress lines are INFO records of
+    ``curator_dask.progress``, so -q hides them.
+    """
+    if level is None:
+        level = _LEVELS[min(max(1 - verbose + quiet, 0), len(_LEVELS) - 1)]
+    ours = logging.getLevelName(level)
+    theirs = logging.DEBUG if verbose >= 2 else max(ours, logging.WARNING)
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    console.setLevel(min(ours, theirs))
+    handlers: list[logging.Handler] = [console]
+    if log_file:
+        to_file = logging.FileHandler(log_file)
+        to_file.setFormatter(
+            logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+        )
+        to_file.setLevel(logging.DEBUG)
+        handlers.append(to_file)
+    root = logging.getLogger()
+    for h in _HANDLERS:  # main() called again in one process (tests, notebooks)
+        root.removeHandler(h)
+        h.close()
+    _HANDLERS[:] = handlers
+    for h in handlers:
+        root.addHandler(h)
+    root.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
+    # distributed installs its own stderr handler (propagate=False) when first imported, from
+    # the `logging` config; say our levels there so that import does not undo them.
+    import dask.config
+
+    dask.config.set(
+        {
+            "logging": {
+                "distributed": logging.getLevelName(theirs).lower(),
+                # distributed logs every p2p shuffle's start and end at WARNING
+                "distributed.shuffle._scheduler_plugin": "error",
+                "bokeh": "error",
+                "tornado": "critical",
+            }
+        }
+    )
+    logging.getLogger("curator_dask").setLevel(ours if not log_file else logging.DEBUG)
+    for name in ("distributed", "dask"):
+        logging.getLogger(name).setLevel(theirs)
+    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
+    if ours > logging.INFO:
+        dask.config.set({"curator.execution.progress": False})
+    return ours
+
+
 # -- commands -----------------------------------------------------------------------------
 def _cmd_run(args: argparse.Namespace) -> int:
     from curator_dask.executor import DaskExecutor, SequentialExecutor
 
     run = load_run_config(args.config)
     mode = args.execution_mode or run.execution_mode
-    print(repr(run.pipeline), file=sys.stderr)
+    if not args.quiet or args.dry_run:
+        print(repr(run.pipeline), file=sys.stderr)
     if args.dry_run:
         return 0
-    with dask.config.set(run.dask_config):
+    import dask.config
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(dask.config.set(run.dask_config))
         if args.sequential:
             result = run.pipeline.run(SequentialExecutor(), execution_mode=mode)
         else:
-            with client_from_args(args, base=run.cluster) as client:
-                executor = DaskExecutor(client=client, max_in_flight=run.max_in_flight)
-                result = run.pipeline.run(executor, execution_mode=mode)
+            client = stack.enter_context(client_from_args(args, base=run.cluster))
+            executor = DaskExecutor(client=client, max_in_flight=run.max_in_flight)
+            result = run.pipeline.run(executor, execution_mode=mode)
     print(result.summary())
     return 0
 
 
+#: Subcommands that get ``--metrics-port`` from :func:`main` (``monitor`` has its own).
+_SERVE_METRICS = ("run", "exact-dedup", "fuzzy-dedup", "demo")
+
+
+def add_metrics_port_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--metrics-port`` (serve curator's Prometheus metrics while the command runs)."""
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve curator_dask's Prometheus metrics on this port while the command runs "
+        "(0: any free port; the address is logged; needs the monitoring extra)",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address to serve the metrics on (0.0.0.0: reachable from other machines)",
+    )
+    parser.set_defaults(_serve_metrics=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="curator-dask",
         description="Curate text datasets for LLM training on Dask.",
+        epilog="`curator-dask COMMAND --help` describes each command and its defaults.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=version_string())
+    add_logging_args(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser(
         "run",
         help="run a pipeline described in a YAML file",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=RUN_HELP,
     )
     run.add_argument("config", help="pipeline YAML file")
     run.add_argument(
         "--execution-mode",
         choices=("streaming", "batch"),
-        help="default: the file's execution.mode, else curator.execution.mode",
+        help="default: the file's execution.mode, else curator.execution.mode (streaming)",
     )
     run.add_argument(
         "--sequential",
@@ -430,20 +634,43 @@ def build_parser() -> argparse.ArgumentParser:
     for module_name in SUBCOMMAND_MODULES:
         module = importlib.import_module(module_name)
         module.register(sub, add_cluster_args, client_from_args)
+    for name in _SERVE_METRICS:
+        if name in sub.choices:
+            add_metrics_port_arg(sub.choices[name])
+    for subparser in sub.choices.values():
+        add_logging_args(subparser, suppress=True)
+        for action in subparser._actions:
+            if action.help is None and action.option_strings:
+                action.help = ""  # HelpFormatter adds the default, if there is one
     return parser
+
+
+@contextlib.contextmanager
+def _metrics_server(args: argparse.Namespace) -> Iterator[None]:
+    port = getattr(args, "metrics_port", None)
+    if not getattr(args, "_serve_metrics", False) or port is None:
+        yield
+        return
+    from curator_dask.monitoring.metrics import start_metrics_server
+
+    with start_metrics_server(port, addr=args.metrics_addr) as server:
+        logging.getLogger("curator_dask.cli").warning("metrics: %s", server.url)
+        yield
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``curator-dask``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    # distributed logs every p2p shuffle's start and end at WARNING; dedup runs many of them.
-    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    setup_logging(args.verbose, args.quiet, args.log_level, args.log_file)
+    from curator_dask.pipeline import AccountingError
+
     try:
-        return int(args.func(args) or 0)
+        with _metrics_server(args):
+            return int(args.func(args) or 0)
     except ConfigError as e:
         where = getattr(args, "config", None)
         print(f"curator-dask: error: {where + ': ' if where else ''}{e}", file=sys.stderr)

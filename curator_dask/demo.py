@@ -27,9 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import dask
-import pyarrow.parquet as pq
-
 SAMPLE = Path(__file__).resolve().parent / "data" / "sample.jsonl.gz"
 
 #: Records that are broken on purpose, each for a different reason the reader quarantines.
@@ -43,6 +40,8 @@ BROKEN_RECORDS = (
 
 def _count_parquet_rows(path: str) -> int:
     files = sorted(Path(path).glob("*.parquet"))
+    import pyarrow.parquet as pq
+
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
@@ -69,6 +68,8 @@ def run_demo(output: str, client: Any = None, blocksize: str = "1MB") -> dict[st
     blocksize : str
         Partition size of the reader.
     """
+    import dask
+
     from curator_dask.dedup import ExactDeduplicationWorkflow, FuzzyDeduplicationWorkflow
     from curator_dask.executor import DaskExecutor
     from curator_dask.filters import heuristic_filters
@@ -158,6 +159,21 @@ def _print_summary(s: dict[str, Any]) -> None:
     print(f"  {s['seconds']} s")
 
 
+DEMO_HELP = """\
+Run a full curation job on the sample corpus shipped with curator_dask, on a local cluster:
+
+1. write the sample as JSONL plus a few deliberately broken records (to show the quarantine)
+   under OUTPUT/input/;
+2. a pipeline: read in byte ranges of --blocksize, Unicode NFKC and whitespace normalisation,
+   the default heuristic filters, Parquet -> OUTPUT/filtered/ (with _report.html);
+3. exact deduplication -> OUTPUT/exact/;
+4. fuzzy deduplication (word 5-grams, candidate check) -> OUTPUT/fuzzy/;
+5. OUTPUT/summary.json with the accounting read = kept + removed + quarantined.
+
+Everything goes under OUTPUT; a second run starts afresh.
+"""
+
+
 def register(
     subparsers: Any,
     add_cluster_args: Callable[[argparse.ArgumentParser], Any],
@@ -167,7 +183,7 @@ def register(
     p = subparsers.add_parser(
         "demo",
         help="run a full curation pipeline on the shipped sample corpus",
-        description=__doc__,
+        description=DEMO_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--output", default="out/demo", help="directory for everything written")

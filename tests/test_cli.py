@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import subprocess
 import sys
 import types
 from dataclasses import dataclass
@@ -282,3 +285,126 @@ def test_bare_class_names_resolve_to_package_stages(tmp_path: Path) -> None:
     data["stages"][1]["params"]["min_words"] = 2.5
     with pytest.raises(ConfigError, match=r"stages\[1\]\.params\.min_words: expected int"):
         run_config_from_dict(data)
+
+
+# -- conventions: version, help, logging, progress ----------------------------------------------
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    here = Path(__file__).resolve().parent  # this module's stages are in the pipeline file
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parent), str(here)])}
+    return subprocess.run(
+        [sys.executable, "-m", "curator_dask.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def test_version_names_the_libraries(capsys: pytest.CaptureFixture) -> None:
+    import dask
+
+    import curator_dask
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"curator-dask {curator_dask.__version__} (")
+    assert f"dask {dask.__version__}" in out
+
+
+HEAVY = ("dask.dataframe", "distributed", "pandas", "pyarrow", "numba", "curator_dask.dedup.exact")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["fuzzy-dedup", "--help"], ["run"]])
+def test_help_and_argument_errors_import_nothing_heavy(args: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from curator_dask.cli import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+def test_every_subcommand_help_is_for_users() -> None:
+    from curator_dask.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert {"run", "exact-dedup", "fuzzy-dedup", "report", "monitor", "demo"} <= set(sub.choices)
+    for name, subparser in sub.choices.items():
+        text = subparser.format_help()
+        for developer_markup in (":func:", ":class:", "SUBCOMMAND_MODULES", "register("):
+            assert developer_markup not in text, (name, developer_markup)
+        for action in subparser._actions:
+            if not action.option_strings or action.default in (None, False, argparse.SUPPRESS):
+                continue
+            if isinstance(action, (argparse._HelpAction, argparse._CountAction)):
+                continue
+            flat = " ".join(text.split())
+            said = f"default: {action.default})" in flat or "default:" in (action.help or "")
+            assert said, (name, action.dest)
+    fuzzy = " ".join(sub.choices["fuzzy-dedup"].format_help().split())
+    for expected in ("(default: 0.8)", "--metrics-port", "-v, --verbose", "--log-file"):
+        assert expected in fuzzy
+
+
+def test_quiet_hides_progress_and_log_file_keeps_it(tmp_path: Path, records: list[dict]) -> None:
+    src = write_inputs(tmp_path, records)
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(pipeline_dict(src, tmp_path / "out")))
+    loud = _cli("run", str(cfg), "--sequential", "--log-file", str(tmp_path / "run.log"))
+    assert loud.returncode == 0, loud.stderr
+    lines = [line for line in loud.stderr.splitlines() if "curator_dask.progress" in line]
+    assert lines
+    assert "3/3 partitions (100%)" in lines[-1]
+    assert "ETA" in lines[-1]
+    assert lines[-1][:4].isdigit()  # a timestamp first: stderr is not a terminal here
+    assert "3/3 partitions (100%)" in (tmp_path / "run.log").read_text()
+    quiet = _cli("-q", "run", str(cfg), "--sequential")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "partitions" not in quiet.stderr
+    assert "read" in quiet.stdout  # the summary still comes
+
+
+def test_progress_draws_a_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from curator_dask.executor._progress import Progress, logger
+
+    monkeypatch.setattr(logger, "propagate", False)  # no logging set up: plain lines
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    progress = Progress("p", 4, stream=stream)
+    for _ in range(4):
+        progress.update()
+    text = stream.getvalue()
+    assert text.startswith("\r[")
+    assert text.endswith("\n")
+    assert "4/4 partitions (100%)" in text
+    assert "ETA 00:00" in text
+    plain = io.StringIO()
+    progress = Progress("p", 4, stream=plain, interval=0)
+    progress.update()
+    line = plain.getvalue()
+    assert line[:4].isdigit()  # a timestamp
+    assert "1/4 partitions (25%)" in line
+    assert "ETA" in line
+
+
+def test_hash_methods_written_out_in_the_cli_match_the_workflow() -> None:
+    from curator_dask.dedup import cli as dedup_cli
+    from curator_dask.dedup import exact
+
+    assert dedup_cli.HASH_METHODS == exact.HASH_METHODS

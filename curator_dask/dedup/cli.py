@@ -7,8 +7,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from curator_dask.dedup.exact import HASH_METHODS, ExactDeduplicationWorkflow
-from curator_dask.dedup.fuzzy import FuzzyDeduplicationWorkflow
+# curator_dask.dedup.exact.HASH_METHODS, written out so `--help` does not import numba
+# (tests/test_cli.py checks they agree).
+HASH_METHODS = ("md5", "xxh128", "fast128")
 
 
 def register(
@@ -24,9 +25,13 @@ def register(
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("input", nargs="+", help="JSONL/Parquet files, a directory or a glob")
     common.add_argument("--output", required=True, help="output directory")
-    common.add_argument("--text-column", default="text")
-    common.add_argument("--id-column", default="id")
-    common.add_argument("--blocksize", default=None, help="input partition size, e.g. 256MB")
+    common.add_argument("--text-column", default="text", help="column holding the text")
+    common.add_argument("--id-column", default="id", help="column holding the document id")
+    common.add_argument(
+        "--blocksize",
+        default=None,
+        help="input partition size, e.g. 256MB (default: curator.io.blocksize)",
+    )
     common.add_argument(
         "--perform-removal",
         action="store_true",
@@ -36,8 +41,12 @@ def register(
     ex = subparsers.add_parser(
         "exact-dedup", parents=[common], help="remove documents with identical text"
     )
-    ex.add_argument("--hash-method", choices=HASH_METHODS, default="md5")
-    ex.add_argument("--keep", choices=("first", "last"), default="first")
+    ex.add_argument(
+        "--hash-method", choices=HASH_METHODS, default="md5", help="hash of the normalised text"
+    )
+    ex.add_argument(
+        "--keep", choices=("first", "last"), default="first", help="which copy of a group stays"
+    )
     add_cluster_args(ex)
     ex.set_defaults(func=lambda a: _run_exact(a, client_from_args))
 
@@ -46,16 +55,38 @@ def register(
     )
     fz.add_argument("--cache-dir", required=True, help="checkpoint directory (resumable)")
     shingles = fz.add_mutually_exclusive_group()
-    shingles.add_argument("--char-ngrams", type=int, default=None)
-    shingles.add_argument("--word-ngrams", type=int, default=None)
-    fz.add_argument("--num-bands", type=int, default=20)
-    fz.add_argument("--minhashes-per-band", type=int, default=13)
-    fz.add_argument("--bands-per-iteration", type=int, default=None)
-    fz.add_argument("--jaccard-threshold", type=float, default=0.8)
-    fz.add_argument("--seed", type=int, default=42)
-    fz.add_argument("--use-64-bit-hash", action="store_true")
-    fz.add_argument("--false-positive-check", action="store_true")
-    fz.add_argument("--keep", choices=("first", "longest"), default="first")
+    shingles.add_argument(
+        "--char-ngrams", type=int, default=None, help="shingle on N characters (default: 24)"
+    )
+    shingles.add_argument(
+        "--word-ngrams", type=int, default=None, help="shingle on N words instead"
+    )
+    fz.add_argument("--num-bands", type=int, default=20, help="LSH bands (b)")
+    fz.add_argument("--minhashes-per-band", type=int, default=13, help="MinHashes per band (r)")
+    fz.add_argument(
+        "--bands-per-iteration",
+        type=int,
+        default=None,
+        help="bands shuffled together (default: planned from the cluster's memory)",
+    )
+    fz.add_argument(
+        "--jaccard-threshold", type=float, default=0.8, help="similarity that makes a duplicate"
+    )
+    fz.add_argument("--seed", type=int, default=42, help="seed of the MinHash permutations")
+    fz.add_argument(
+        "--use-64-bit-hash", action="store_true", help="64-bit instead of 32-bit MinHashes"
+    )
+    fz.add_argument(
+        "--false-positive-check",
+        action="store_true",
+        help="compute the exact Jaccard of candidate pairs and drop those below the threshold",
+    )
+    fz.add_argument(
+        "--keep",
+        choices=("first", "longest"),
+        default="first",
+        help="which document of a group stays",
+    )
     add_cluster_args(fz)
     fz.set_defaults(func=lambda a: _run_fuzzy(a, client_from_args))
 
@@ -70,6 +101,8 @@ def _print(summary: dict[str, Any]) -> None:
 
 
 def _run_exact(args: argparse.Namespace, client_from_args: Callable[..., Any]) -> int:
+    from curator_dask.dedup.exact import ExactDeduplicationWorkflow
+
     with client_from_args(args) as client:
         summary = ExactDeduplicationWorkflow(
             input_path=args.input,
@@ -87,6 +120,8 @@ def _run_exact(args: argparse.Namespace, client_from_args: Callable[..., Any]) -
 
 
 def _run_fuzzy(args: argparse.Namespace, client_from_args: Callable[..., Any]) -> int:
+    from curator_dask.dedup.fuzzy import FuzzyDeduplicationWorkflow
+
     char = args.char_ngrams if args.word_ngrams is None else None
     with client_from_args(args) as client:
         summary = FuzzyDeduplicationWorkflow(

@@ -1,32 +1,80 @@
-"""A progress line a person can follow on stderr (``curator.execution.progress``)."""
+"""A progress display a person can follow on stderr (``curator.execution.progress``).
+
+On a terminal it is one bar redrawn in place; otherwise (a log file, CI, a pipe) one
+timestamped line at most every ``interval`` seconds (a ``curator_dask.progress`` log record
+when logging is set up to show INFO records, as the CLI does). Both show the partitions done, the
+percentage, the elapsed time and an ETA from the mean time per partition so far.
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import Any, TextIO
 
+_BAR = 24
+logger = logging.getLogger("curator_dask.progress")
+
+
+def _clock(value: float) -> str:
+    seconds = round(value)
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
 
 class Progress:
-    """Prints ``partitions done/total, documents read and kept, rate`` at most once a second."""
+    """Counts finished partitions and shows ``done/total, %, elapsed, ETA`` (and documents)."""
 
     def __init__(
-        self, name: str, total: int, enabled: bool = True, stream: TextIO | None = None
+        self,
+        name: str,
+        total: int,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        interval: float = 1.0,
     ) -> None:
         self.name = name
         self.total = total
         self.enabled = enabled
         self.stream = stream or sys.stderr
+        self.interval = interval
         self.done = 0
         self.read = 0
         self.kept = 0
         self.t0 = time.perf_counter()
         self._last = 0.0
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty and isatty())
 
     def message(self, text: str) -> None:
-        """Print one line (when enabled)."""
-        if self.enabled:
-            print(f"[curator-dask] {text}", file=self.stream, flush=True)
+        """Print one line (when enabled), through logging when logging shows INFO records."""
+        if not self.enabled:
+            return
+        if logger.hasHandlers() and logger.isEnabledFor(logging.INFO):
+            logger.info(text)  # the CLI's (or the application's) handlers add the time
+        else:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            print(f"{stamp} [curator-dask] {text}", file=self.stream, flush=True)
+
+    def status(self, step: str = "", with_docs: bool = False) -> str:
+        """The current state as one line of text."""
+        elapsed = max(time.perf_counter() - self.t0, 1e-9)
+        total = max(self.total, 1)
+        pct = 100.0 * self.done / total
+        eta = elapsed / self.done * (self.total - self.done) if self.done else None
+        what = f"{step}: " if step else ""
+        docs = (
+            f", {self.read:,} docs read ({self.read / elapsed:,.0f}/s), {self.kept:,} kept"
+            if with_docs
+            else ""
+        )
+        eta_text = "--:--" if eta is None else _clock(eta)
+        return (
+            f"{self.name} {what}{self.done}/{self.total} partitions ({pct:.0f}%){docs}, "
+            f"elapsed {_clock(elapsed)}, ETA {eta_text}"
+        )
 
     def update(self, record: dict[str, Any] | None = None, step: str = "") -> None:
         """Count one finished partition (with its record, if it is a final write)."""
@@ -34,16 +82,18 @@ class Progress:
         if record is not None:
             self.read += int(record["stages"][0]["docs_in"])
             self.kept += int(record["rows"])
+        if not self.enabled:
+            return
         now = time.perf_counter()
-        if self.enabled and (now - self._last >= 1.0 or self.done == self.total):
+        last = self.done >= self.total
+        if self.tty:
+            if now - self._last >= 0.1 or last:
+                self._last = now
+                filled = int(_BAR * self.done / max(self.total, 1))
+                bar = "#" * filled + "." * (_BAR - filled)
+                line = f"\r[{bar}] {self.status(step, record is not None)}"
+                self.stream.write(line + ("\n" if last else ""))
+                self.stream.flush()
+        elif now - self._last >= self.interval or last:
             self._last = now
-            elapsed = max(now - self.t0, 1e-9)
-            what = f"{step}: " if step else ""
-            docs = (
-                f", {self.read:,} docs read ({self.read / elapsed:,.0f}/s), {self.kept:,} kept"
-                if record is not None
-                else ""
-            )
-            self.message(
-                f"{self.name} {what}{self.done}/{self.total} partitions{docs}, {elapsed:.1f}s"
-            )
+            self.message(self.status(step, record is not None))

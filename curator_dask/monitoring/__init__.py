@@ -14,27 +14,58 @@ See ``docs/monitoring.md``.
 
 from __future__ import annotations
 
-from curator_dask.monitoring.checks import (
-    CuratorWarning,
-    MemoryGrowth,
-    check_partition_size,
-    detect_unmanaged_growth,
-    gpu_oom_message,
-    is_gpu_oom,
-    warn_gpu_oom,
-)
-from curator_dask.monitoring.hooks import on_run_end, on_run_failed, on_run_start
-from curator_dask.monitoring.metrics import (
-    CuratorMetrics,
-    MetricsServer,
-    default_metrics,
-    record_stage_stats,
-    record_task_failure,
-    record_task_retry,
-    start_metrics_server,
-)
-from curator_dask.monitoring.report import load_run, render_report_html, write_run_report
-from curator_dask.monitoring.timeline import MemoryTimeline, read_timeline
+from typing import TYPE_CHECKING
+
+from curator_dask._lazy import lazy_exports
+
+_EXPORTS = {
+    "CuratorWarning": "curator_dask.monitoring.checks",
+    "MemoryGrowth": "curator_dask.monitoring.checks",
+    "check_partition_size": "curator_dask.monitoring.checks",
+    "detect_unmanaged_growth": "curator_dask.monitoring.checks",
+    "gpu_oom_message": "curator_dask.monitoring.checks",
+    "is_gpu_oom": "curator_dask.monitoring.checks",
+    "warn_gpu_oom": "curator_dask.monitoring.checks",
+    "on_run_end": "curator_dask.monitoring.hooks",
+    "on_run_failed": "curator_dask.monitoring.hooks",
+    "on_run_start": "curator_dask.monitoring.hooks",
+    "CuratorMetrics": "curator_dask.monitoring.metrics",
+    "MetricsServer": "curator_dask.monitoring.metrics",
+    "default_metrics": "curator_dask.monitoring.metrics",
+    "record_stage_stats": "curator_dask.monitoring.metrics",
+    "record_task_failure": "curator_dask.monitoring.metrics",
+    "record_task_retry": "curator_dask.monitoring.metrics",
+    "start_metrics_server": "curator_dask.monitoring.metrics",
+    "load_run": "curator_dask.monitoring.report",
+    "render_report_html": "curator_dask.monitoring.report",
+    "write_run_report": "curator_dask.monitoring.report",
+    "MemoryTimeline": "curator_dask.monitoring.timeline",
+    "read_timeline": "curator_dask.monitoring.timeline",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from curator_dask.monitoring.checks import (
+        CuratorWarning,
+        MemoryGrowth,
+        check_partition_size,
+        detect_unmanaged_growth,
+        gpu_oom_message,
+        is_gpu_oom,
+        warn_gpu_oom,
+    )
+    from curator_dask.monitoring.hooks import on_run_end, on_run_failed, on_run_start
+    from curator_dask.monitoring.metrics import (
+        CuratorMetrics,
+        MetricsServer,
+        default_metrics,
+        record_stage_stats,
+        record_task_failure,
+        record_task_retry,
+        start_metrics_server,
+    )
+    from curator_dask.monitoring.report import load_run, render_report_html, write_run_report
+    from curator_dask.monitoring.timeline import MemoryTimeline, read_timeline
 
 __all__ = [
     "CuratorMetrics",

@@ -15,13 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from curator_dask.monitoring.report import (
-    REPORT_FILE,
-    STATS_FILE,
-    TIMELINE_FILE,
-    write_run_report,
-)
-
 
 def register(
     subparsers: Any,
@@ -77,6 +70,8 @@ def register(
 
 
 def _stale(run_dir: Path, report: Path) -> bool:
+    from curator_dask.monitoring.report import STATS_FILE, TIMELINE_FILE
+
     if not report.exists():
         return True
     mtime = report.stat().st_mtime
@@ -88,6 +83,8 @@ def _stale(run_dir: Path, report: Path) -> bool:
 
 def run_report(args: argparse.Namespace) -> int:
     """Run ``curator-dask report``; return the exit code."""
+    from curator_dask.monitoring.report import REPORT_FILE, STATS_FILE, write_run_report
+
     run_dir = Path(args.run_dir)
     if not (run_dir / STATS_FILE).exists():
         print(

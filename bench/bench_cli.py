@@ -1,0 +1,188 @@
+"""CLI start-up and the fixed cost of a small run.
+
+Times, in fresh processes (median of ``--repeat`` runs), the wall time, the CPU time of the
+whole process tree (the CLI, the cluster's nannies and workers) and the peak resident memory
+of that tree (psutil, sampled every 20 ms) of:
+
+- ``python -c pass``: the interpreter alone (peer of the next two);
+- ``curator-dask --help`` and ``curator-dask run`` without its argument (an argument error);
+- ``curator-dask run small.yaml --sequential``: a 2,000-document pipeline in one process;
+- ``curator-dask run small.yaml --n-workers 2``: the same on a local cluster.
+
+The fixed cost of a run on a cluster is the last minus the one before: starting and stopping
+the cluster, its worker processes and what they import.
+
+Usage::
+
+    python bench/bench_cli.py [--repeat 3] [--n-workers 2]
+
+Prints a table and writes ``bench/results/bench_cli.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "curator_dask" / "data" / "sample.jsonl.gz"
+RESULTS = ROOT / "bench" / "results"
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            total += p.memory_info().rss
+    return total
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Run ``cmd``; return wall seconds, CPU seconds of its process tree and peak tree RSS."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    ps = psutil.Process(proc.pid)
+    peak = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, _tree_rss(ps))
+            stop.wait(0.02)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    stop.set()
+    thread.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": peak / 2**20,
+        "exit": proc.returncode,
+        "stderr_tail": err.decode(errors="replace")[-400:],
+    }
+
+
+def make_input(tmp: Path, n_docs: int) -> Path:
+    src = tmp / "in"
+    src.mkdir()
+    with gzip.open(SAMPLE, "rt") as f:
+        lines = [next(f) for _ in range(n_docs)]
+    for i in range(4):
+        (src / f"shard-{i}.jsonl").write_text("".join(lines[i::4]))
+    cfg = tmp / "small.yaml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "name": "small",
+                "reader": {
+                    "class": "JsonlReader",
+                    "params": {"paths": str(src), "files_per_partition": 1},
+                },
+                "stages": [{"class": "WordCountFilter", "params": {"min_words": 50}}],
+                "writer": {
+                    "class": "JsonlWriter",
+                    "params": {"path": str(tmp / "out"), "mode": "overwrite"},
+                },
+            }
+        )
+    )
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--n-workers", type=int, default=2)
+    ap.add_argument("--docs", type=int, default=2000)
+    args = ap.parse_args(argv)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cli = [sys.executable, "-m", "curator_dask.cli"]
+    with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp_name:
+        tmp = Path(tmp_name)
+        cfg = str(make_input(tmp, args.docs))
+        cases = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "--help": [*cli, "--help"],
+            "argument error": [*cli, "run"],
+            "run --sequential": [*cli, "run", cfg, "--sequential"],
+            f"run --n-workers {args.n_workers}": [
+                *cli,
+                "run",
+                cfg,
+                "--n-workers",
+                str(args.n_workers),
+                "--local-directory",
+                str(tmp / "scratch"),
+            ],
+        }
+        rows = []
+        for name, cmd in cases.items():
+            runs = [measure(cmd, env) for _ in range(args.repeat)]
+            row = {
+                "case": name,
+                **{
+                    k: round(statistics.median(r[k] for r in runs), 3)
+                    for k in ("wall_s", "cpu_s", "peak_rss_mb")
+                },
+                "exits": [r["exit"] for r in runs],
+                "noise": any("still alive" in r["stderr_tail"] for r in runs),
+            }
+            rows.append(row)
+    seq, clu = rows[3], rows[4]
+    fixed = {
+        "wall_s": round(clu["wall_s"] - seq["wall_s"], 3),
+        "cpu_s": round(clu["cpu_s"] - seq["cpu_s"], 3),
+        "peak_rss_mb": round(clu["peak_rss_mb"] - seq["peak_rss_mb"], 1),
+    }
+    print(f"{'case':<22}{'wall s':>9}{'cpu s':>9}{'peak MB':>9}  exits  shutdown noise")
+    for r in rows:
+        print(
+            f"{r['case']:<22}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}{r['peak_rss_mb']:>9.0f}"
+            f"  {r['exits']}  {'yes' if r['noise'] else 'no'}"
+        )
+    print(
+        f"fixed cost of a cluster run: {fixed['wall_s']:.2f} s wall, {fixed['cpu_s']:.2f} CPU-s, "
+        f"{fixed['peak_rss_mb']:.0f} MB (cluster run minus --sequential, same run)"
+    )
+    print(f"--help / python -c pass: {rows[1]['wall_s'] / rows[0]['wall_s']:.1f}x")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / "bench_cli.json"
+    out.write_text(
+        json.dumps(
+            {"rows": rows, "fixed_cost": fixed, "machine": platform.platform(), "args": vars(args)},
+            indent=2,
+        )
+    )
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
