@@ -176,6 +176,13 @@ class TruncatedInputError(OSError):
     """A compressed input ended early or is corrupt."""
 
 
+#: Bytes fed to a decompressor at a time; after an error the unit is decoded again in
+#: steps of ``_RECOVERY_STEP`` so that what came before the error is not lost with the call
+#: that raised it.
+_STEP = 1 << 20
+_RECOVERY_STEP = 512
+
+
 def _decompressor(kind: str) -> Any:
     if kind == "gzip":
         return zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, auto-detected
@@ -190,37 +197,100 @@ def _decompressor(kind: str) -> Any:
     raise ValueError(f"unknown compression {kind!r}")
 
 
-def decompress(data: bytes, kind: str, path: str) -> tuple[bytes, str | None]:
+@dataclass(frozen=True)
+class Decompressed:
+    """A decompressed file, and how much of it can be trusted.
+
+    ``data`` is everything that could be decoded. ``intact`` is the length of its prefix
+    known to be the original bytes: the whole of ``data`` unless the stream was corrupt, in
+    which case it ends where the last integrity check passed. ``problem`` says what was
+    wrong (None: nothing), ``stopped_at`` is the compressed byte offset where decoding
+    stopped (within 512 bytes) and ``size`` the compressed size.
+    """
+
+    data: bytes
+    intact: int
+    problem: str | None = None
+    stopped_at: int = 0
+    size: int = 0
+
+
+def _is_codec_error(err: BaseException) -> bool:
+    if isinstance(err, (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError)):
+        return True
+    return type(err).__name__ == "ZstdError"  # zstandard's error derives from Exception
+
+
+def _decode_unit(
+    kind: str, data: memoryview, step: int
+) -> tuple[Any, list[bytes], int, BaseException | None]:
+    """Decode one member/frame/stream: (decoder, output chunks, bytes fed, error or None)."""
+    d = _decompressor(kind)
+    out: list[bytes] = []
+    pos = 0
+    try:
+        while pos < len(data) and not d.eof:
+            out.append(d.decompress(data[pos : pos + step]))
+            pos = min(pos + step, len(data))
+    except Exception as err:
+        if not _is_codec_error(err):
+            raise
+        return d, out, pos, err
+    return d, out, pos, None
+
+
+def decompress(data: bytes, kind: str, path: str) -> Decompressed:
     """Decompress a whole file (concatenated members/frames included).
 
-    Returns ``(decoded, problem)``: everything that could be decoded, and None or a message
-    when the stream is truncated or corrupt (the decoded prefix is still returned).
+    Never raises for bad data: returns what could be decoded and a description of the
+    problem (see :class:`Decompressed`). A truncated stream is intact up to where it ends.
+    After a corrupt stream (a decoding error or a failed checksum), the data decoded from
+    the member/frame/stream that failed is not trusted: gzip, zstd and xz hand data out
+    before the checksum that covers it is verified, and a flipped bit often decodes to
+    plausible but wrong text. bz2 is the exception: it releases a (900 kB) block only after
+    the block's CRC matched, so its data up to the failing block is intact.
     """
-    out: list[bytes] = []
+    done: list[bytes] = []  # the data of finished, checked units
+    done_len = 0
     rest = memoryview(data)
-    step = 1 << 20
+    base = 0  # compressed offset of ``rest``
     while True:
-        d = _decompressor(kind)
-        pos = 0
-        try:
-            while pos < len(rest) and not d.eof:
-                out.append(d.decompress(rest[pos : pos + step]))
-                pos += step
-        except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError) as err:
-            return b"".join(out), f"corrupt {kind} data in {path}: {err}"
-        except Exception as err:  # zstandard.ZstdError does not derive from the above
-            if type(err).__name__ != "ZstdError":
-                raise
-            return b"".join(out), f"corrupt {kind} data in {path}: {err}"
+        d, out, pos, err = _decode_unit(kind, rest, _STEP)
+        if err is not None:
+            d, out, pos, err2 = _decode_unit(kind, rest, _RECOVERY_STEP)
+            err = err2 or err
+            decoded = b"".join(out)
+            # bz2 releases a block only after its CRC matched; the other formats stream
+            # data out before the check at the end of their member/frame/block.
+            intact = len(decoded) if kind == "bz2" else 0
+            where = base + pos
+            return Decompressed(
+                b"".join(done) + decoded,
+                done_len + intact,
+                f"corrupt {kind} data in {path} near compressed byte {where}: {err}",
+                where,
+                len(data),
+            )
+        decoded = b"".join(out)
         if not d.eof:
-            if not len(rest) and not out:
-                return b"", None  # an empty file: no stream at all
-            return b"".join(out), f"truncated {kind} file {path}: stream ended early"
+            if not len(rest) and not done:
+                return Decompressed(b"", 0, None, 0, 0)  # an empty file: no stream at all
+            everything = b"".join(done) + decoded
+            return Decompressed(
+                everything,
+                len(everything),
+                f"truncated {kind} file {path}: stream ended early",
+                len(data),
+                len(data),
+            )
+        done.append(decoded)
+        done_len += len(decoded)
         unused = bytes(d.unused_data) + bytes(rest[pos:])
         if not unused.strip(b"\x00"):  # trailing zero padding is allowed
             break
+        base = len(data) - len(unused)
         rest = memoryview(unused)
-    return b"".join(out), None
+    return Decompressed(b"".join(done), done_len, None, len(data), len(data))
 
 
 def _commit(fs: Any, tmp: str, final: str) -> None:

@@ -32,6 +32,7 @@ from curator_dask.io._common import (
 )
 from curator_dask.io._files import (
     COMPRESSION_SUFFIXES,
+    Decompressed,
     FileInfo,
     TruncatedInputError,
     basename,
@@ -462,21 +463,16 @@ class JsonlReader(FileReader):
     ) -> tuple[pd.DataFrame, BadRecords]:
         fs, fpath = get_fs(path, self.storage_options)
         kind = compression_of(path)
-        problem = None
         if kind is not None:
-            buf, problem = decompress(fs.cat_file(fpath), kind, path)
-            offset = 0
-        elif start is not None:
+            return self._read_compressed(path, decompress(fs.cat_file(fpath), kind, path))
+        if start is not None:
             buf, offset = read_range(fs, fpath, start, int(end if end is not None else 0))
         else:
             buf, offset = fs.cat_file(fpath), 0
-        tail = b""
-        if problem is not None:
-            if self.on_error == "raise":
-                raise TruncatedInputError(problem)
-            cut = buf.rfind(b"\n") + 1
-            buf, tail = buf[:cut], buf[cut:]
-        part, bad = parse_jsonl_block(
+        return self._parse(buf, path, offset)
+
+    def _parse(self, buf: bytes, path: str, offset: int) -> tuple[pd.DataFrame, BadRecords]:
+        return parse_jsonl_block(
             buf,
             file=path,
             offset=offset,
@@ -486,9 +482,39 @@ class JsonlReader(FileReader):
             max_document_bytes=self.max_document_bytes,
             on_error=self.on_error,
         )
-        if problem is not None:
-            # What could not be decoded is one quarantine row: it never disappears silently.
-            bad.add(buf.count(b"\n") + 1, len(buf), problem + " (unreadable tail)", tail)
+
+    def _read_compressed(self, path: str, dec: Decompressed) -> tuple[pd.DataFrame, BadRecords]:
+        """Parse a decompressed file; quarantine what a corrupt stream leaves in doubt.
+
+        The whole lines of the intact prefix are parsed as usual. Whole lines decoded after
+        it (a corrupt stream may have decoded them wrongly) are quarantined one row each,
+        and what could not be decoded at all is one more row, at the offset where decoding
+        stopped.
+        """
+        if dec.problem is not None and self.on_error == "raise":
+            raise TruncatedInputError(dec.problem)
+        buf = dec.data
+        cut = buf.rfind(b"\n", 0, dec.intact) + 1 if dec.intact < len(buf) else len(buf)
+        if dec.problem is not None and cut == len(buf):
+            cut = buf.rfind(b"\n") + 1
+        part, bad = self._parse(buf[:cut], path, 0)
+        if dec.problem is None:
+            return part, bad
+        line = buf.count(b"\n", 0, cut) + 1
+        pos = cut
+        doubt = f"{dec.problem} (decoded after the last intact point, may be altered)"
+        while True:
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                break
+            raw = buf[pos:nl].rstrip(b"\r")
+            if raw.strip():
+                bad.add(line, pos, doubt, raw)
+            line, pos = line + 1, nl + 1
+        left = dec.size - dec.stopped_at
+        tail = buf[pos:]
+        where = f"; {left} compressed bytes not decoded" if left else ""
+        bad.add(line, pos, f"{dec.problem} (unreadable tail{where})", tail)
         return part, bad
 
     def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
