@@ -13,10 +13,13 @@ import json
 import logging
 import os
 import sys
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -156,6 +159,91 @@ def load_model(auto_class: str, model_dir: Path, device: str) -> Any:
     return model.to(device).eval()
 
 
+def safetensors_keys(model_dir: Path) -> list[str]:
+    """The tensor names stored in ``model_dir``'s ``*.safetensors`` files (headers only)."""
+    keys: list[str] = []
+    for path in sorted(model_dir.glob("*.safetensors")):
+        with open(path, "rb") as f:
+            (n,) = np.frombuffer(f.read(8), dtype="<u8")
+            header = json.loads(f.read(int(n)))
+        keys.extend(k for k in header if k != "__metadata__")
+    return keys
+
+
+# -- loaded models, one per model and device in a process ----------------------------------
+#: How many loaded models a process keeps; the least recently used is released beyond it.
+MAX_LOADED_MODELS = 2
+
+_LOADED: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+_OWNERS: dict[tuple[Any, ...], int] = {}
+_LOADED_LOCK = threading.RLock()
+
+
+def loaded_model(key: tuple[Any, ...], load: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
+    """The ``(model, tokenizer)`` cached under ``key`` in this process, loaded on first use.
+
+    Stages that differ only in how they use a model (filter, columns, batch size) share
+    one loaded copy. At most :data:`MAX_LOADED_MODELS` are kept; the least recently used
+    is released first.
+    """
+    with _LOADED_LOCK:
+        got = _LOADED.get(key)
+        if got is not None:
+            _LOADED.move_to_end(key)
+            return got
+        got = load()
+        _LOADED[key] = got
+        while len(_LOADED) > MAX_LOADED_MODELS:
+            _LOADED.popitem(last=False)
+            _free_device_memory()
+        return got
+
+
+def loaded_model_keys() -> list[tuple[Any, ...]]:
+    """The keys of the models loaded in this process, least recently used first."""
+    with _LOADED_LOCK:
+        return list(_LOADED)
+
+
+def release_models(key: tuple[Any, ...] | None = None) -> None:
+    """Release the model cached under ``key`` (all models when None) in this process."""
+    with _LOADED_LOCK:
+        if key is None:
+            _LOADED.clear()
+        else:
+            _LOADED.pop(key, None)
+    _free_device_memory()
+
+
+def own_model(stage: object, key: tuple[Any, ...]) -> None:
+    """Release ``key``'s model when the last stage built with it is garbage-collected.
+
+    Called when a stage is built (not for the copies a worker unpickles), so a notebook
+    that re-creates a stage, or drops it, does not keep its model loaded forever.
+    """
+    with _LOADED_LOCK:
+        _OWNERS[key] = _OWNERS.get(key, 0) + 1
+    weakref.finalize(stage, _disown, key)
+
+
+def _disown(key: tuple[Any, ...]) -> None:
+    with _LOADED_LOCK:
+        left = _OWNERS.get(key, 1) - 1
+        if left > 0:
+            _OWNERS[key] = left
+            return
+        _OWNERS.pop(key, None)
+        dropped = _LOADED.pop(key, None) is not None
+    if dropped:
+        _free_device_memory()
+
+
+def _free_device_memory() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def token_limit(tokenizer: Any, config: Any, max_tokens: int | None) -> int:
     """Tokens per document: ``max_tokens`` capped by what the model's positions allow."""
     limits = []
@@ -227,15 +315,19 @@ def run_batches(
     forward: Callable[[np.ndarray], np.ndarray],
     width: int,
     what: str,
-) -> tuple[np.ndarray, int]:
-    """Run ``forward`` over ``order`` in batches; return outputs in input order and retries.
+) -> tuple[np.ndarray, int, int]:
+    """Run ``forward`` over ``order`` in batches; return outputs in input order, retries, size.
 
-    ``forward(idx)`` returns a float array of shape ``(len(idx), width)``. On
-    ``torch.OutOfMemoryError`` the batch size is halved and the batch retried; the smaller
-    size is kept for the rest of the partition, so the retries are bounded by
-    ``log2(batch_size)``. At batch size 1 the error is raised again with advice.
+    ``forward(idx)`` returns a float array of shape ``(len(idx), width)``. When a batch
+    runs out of memory (``torch.OutOfMemoryError`` on a GPU, ``MemoryError`` on the CPU)
+    the batch is retried at half the size **of the batch that failed** (a partition's last
+    batch may be smaller than ``batch_size``), and the smaller size is kept for the rest,
+    so the retries are bounded by ``log2(batch_size)``. The size in use at the end is
+    returned, for the caller to start the next partition with. At one document the error
+    is raised again with advice.
     """
     torch = require("torch", what)
+    oom: tuple[type[BaseException], ...] = (torch.OutOfMemoryError, MemoryError)
     out = np.zeros((len(order), width), dtype=np.float32)
     retries = 0
     size = batch_size
@@ -244,30 +336,25 @@ def run_batches(
         idx = order[start : start + size]
         try:
             out[idx] = forward(idx)
-        except torch.OutOfMemoryError as err:
-            if size == 1:
-                raise torch.OutOfMemoryError(
-                    f"{what}: out of GPU memory on a single document even after halving the "
-                    f"batch from model_inference_batch_size={batch_size} ({retries} "
-                    "retries). Use a smaller model_inference_batch_size, a smaller max_chars "
-                    "or max_tokens, or give each task more of the GPU (e.g. "
-                    f"resources=Resources(gpus=1)). Original error: {err}"
+        except oom as err:
+            failed = len(idx)
+            if failed == 1:
+                raise type(err)(
+                    f"{what}: out of memory on a single document even after halving the "
+                    f"batch from {batch_size} ({retries} retries). Use a smaller "
+                    "model_inference_batch_size, a smaller max_chars or max_tokens, or give "
+                    "each task more memory (e.g. resources=Resources(gpus=1)). Original "
+                    f"error: {err}"
                 ) from err
-            new_size = max(1, size // 2)
+            size = max(1, failed // 2)
             logger.warning(
-                "%s: out of GPU memory on a batch of %d; retrying with %d", what, size, new_size
+                "%s: out of memory on a batch of %d; retrying with %d", what, failed, size
             )
-            size = new_size
             retries += 1
-            _empty_cache(torch)
+            _free_device_memory()
             continue
         start += len(idx)
-    return out, retries
-
-
-def _empty_cache(torch: ModuleType) -> None:
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    return out, retries, size
 
 
 def frame_lib(part: Any) -> ModuleType:
@@ -283,48 +370,108 @@ def new_column(part: Any, values: np.ndarray | Sequence[Any], dtype: str | None)
     return lib.Series(values, index=part.index, dtype=dtype)
 
 
+def vector_column(part: Any, vectors: np.ndarray) -> Any:
+    """An ``(n, dim)`` float32 matrix as a ``list<float32>`` column on ``part``'s index."""
+    import pyarrow as pa
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, dim = vectors.shape
+    offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
+    arr = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1)))
+    lib = frame_lib(part)
+    if lib is pd:
+        return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=part.index)
+    col = lib.Series.from_arrow(arr)
+    col.index = part.index
+    return col
+
+
 class ModelStage(ProcessingStage):
     """What the Hugging Face stages share: checks, loading, teardown and batched inference.
 
-    A subclass is a dataclass with the fields annotated here. Its ``__post_init__`` calls
-    :meth:`_check_batching`, its ``setup`` calls :meth:`_load_model`, and its partition
-    transform calls :meth:`_infer` with what to make of the model's output.
+    A subclass is a dataclass with the fields annotated here and a class attribute
+    ``default_batch_sizes`` (``{"cpu": n, "cuda": m}``). Its ``__post_init__`` calls
+    :meth:`_check_batching` and :meth:`_own_model`, its ``setup`` calls
+    :meth:`_load_model`, and its partition transform calls :meth:`_infer` with what to make
+    of the model's output.
+
+    The loaded model lives in a per-process cache shared by every stage that uses the same
+    model on the same device (see :func:`loaded_model`); a set-up stage holds only its key,
+    so dropping the stage that was built (in a notebook) releases the model.
     """
 
-    model_inference_batch_size: int
+    #: Documents per forward pass when ``model_inference_batch_size`` is None, by device.
+    default_batch_sizes: ClassVar[dict[str, int]] = {"cpu": 32, "cuda": 256}
+
+    model_inference_batch_size: int | None
     max_chars: int | None
     max_tokens: int | None
     sort_by_length: bool
     device: str
+    autocast: bool
     _max_length: int  # set by the subclass' setup, after _load_model
 
     def _check_batching(self) -> None:
         """Validate ``model_inference_batch_size``, ``max_chars`` and ``max_tokens``."""
-        if self.model_inference_batch_size < 1:
-            raise ValueError(
-                f"model_inference_batch_size must be >= 1, got {self.model_inference_batch_size}"
-            )
+        size = self.model_inference_batch_size
+        if size is not None and (not isinstance(size, int) or size < 1):
+            raise ValueError(f"model_inference_batch_size must be >= 1 or None, got {size!r}")
         if self.max_chars is not None and self.max_chars < 1:
             raise ValueError(f"max_chars must be >= 1 or None, got {self.max_chars}")
         if self.max_tokens is not None and self.max_tokens < 2:
             raise ValueError(f"max_tokens must be >= 2 or None, got {self.max_tokens}")
 
-    def _load_model(self, model_dir: str, auto_class: str) -> Path:
-        """Load the tokenizer and ``transformers.<auto_class>`` once per worker process.
+    def _model_key(self, model_dir: str) -> tuple[Any, ...]:
+        return (
+            type(self).load_checkpoint,
+            str(Path(model_dir).expanduser().absolute()),
+            self.device,
+        )
 
-        Sets ``_device``, ``_tokenizer``, ``_model`` and ``_torch``; returns the checked
-        model directory.
+    def _own_model(self, model_dir: str) -> None:
+        """Tie the loaded model's lifetime to this stage (see :func:`own_model`)."""
+        own_model(self, self._model_key(model_dir))
+
+    def load_checkpoint(self, path: Path, device: str) -> Any:
+        """Load the model in ``path`` onto ``device`` (eval mode). Overridden per stage."""
+        raise NotImplementedError
+
+    def _load_model(self, model_dir: str) -> Path:
+        """Load the tokenizer and model once per process (shared through the cache).
+
+        Sets ``_device``, ``_key`` and ``_torch``; returns the checked model directory.
         """
         torch = require("torch", type(self).__name__)
         path = check_model_dir(model_dir, self.stage_name)
         self._device = resolve_device(self.device, self.resources)
-        self._tokenizer = load_tokenizer(path)
-        self._model = load_model(auto_class, path, self._device)
+        self._key = self._model_key(model_dir)
+        device = self._device
+        loaded_model(self._key, lambda: (self.load_checkpoint(path, device), load_tokenizer(path)))
         self._torch = torch
         return path
 
+    @property
+    def _model(self) -> Any:
+        return loaded_model(self._key, self._reload)[0]
+
+    @property
+    def _tokenizer(self) -> Any:
+        return loaded_model(self._key, self._reload)[1]
+
+    def _reload(self) -> tuple[Any, Any]:
+        # The cache released the model (another model came, or the built stage was dropped).
+        path = check_model_dir(self._key[1], self.stage_name)
+        return self.load_checkpoint(path, self._device), load_tokenizer(path)
+
+    def batch_size_for(self, device: str) -> int:
+        """``model_inference_batch_size``, or this stage's default for ``device``."""
+        if self.model_inference_batch_size is not None:
+            return self.model_inference_batch_size
+        kind = "cuda" if device.startswith("cuda") else "cpu"
+        return self.default_batch_sizes[kind]
+
     def teardown(self) -> None:
-        for attr in ("_model", "_tokenizer", "_torch"):
+        for attr in ("_key", "_torch", "_batch_limit"):
             self.__dict__.pop(attr, None)
 
     def process(self, part: Any) -> Any:
@@ -336,22 +483,34 @@ class ModelStage(ProcessingStage):
         """Run the model over ``texts`` in length-sorted batches; outputs in input order.
 
         ``post(outputs, batch)`` turns the model's outputs for a padded ``batch`` (computed
-        under ``torch.inference_mode()``) into a ``(len(batch), width)`` array. Returns the
-        ``(len(texts), width)`` float32 array and the OOM retry count. Needs ``setup``.
+        under ``torch.inference_mode()``, and ``torch.autocast`` on a GPU when ``autocast``)
+        into a ``(len(batch), width)`` array. Returns the ``(len(texts), width)`` float32
+        array and the out-of-memory retry count. A batch size that had to be halved stays
+        halved for the later partitions this process runs. Needs ``setup``.
         """
         if not texts:
             return np.zeros((0, width), dtype=np.float32), 0
-        enc = tokenize(self._tokenizer, texts, self._max_length)
+        model, tokenizer = loaded_model(self._key, self._reload)
+        enc = tokenize(tokenizer, texts, self._max_length)
         lengths = np.fromiter((len(x) for x in enc["input_ids"]), dtype=np.int64)
         order = batch_order(lengths, self.sort_by_length)
         torch = self._torch
-        pad_id = self._tokenizer.pad_token_id or 0
-        side = getattr(self._tokenizer, "padding_side", "right")
+        pad_id = tokenizer.pad_token_id or 0
+        side = getattr(tokenizer, "padding_side", "right")
+        cuda = self._device.startswith("cuda")
 
         def forward(idx: np.ndarray) -> np.ndarray:
             batch = pad_batch(enc, idx, pad_id, side, torch, self._device)
             with torch.inference_mode():
-                outputs = self._model(**batch)
+                if self.autocast and cuda:
+                    with torch.autocast(device_type="cuda"):
+                        outputs = model(**batch)
+                else:
+                    outputs = model(**batch)
             return post(outputs, batch)
 
-        return run_batches(order, self.model_inference_batch_size, forward, width, self.stage_name)
+        size = self.__dict__.get("_batch_limit") or self.batch_size_for(self._device)
+        out, retries, size = run_batches(order, size, forward, width, self.stage_name)
+        if retries:
+            self._batch_limit = size
+        return out, retries

@@ -12,13 +12,23 @@ from curator_dask.classifiers.fasttext_models import (
     FastTextQualityFilter,
     bundled_langid_model_path,
 )
-from curator_dask.classifiers.hf import DomainClassifier, HFSequenceClassifier, QualityClassifier
+from curator_dask.classifiers.hf import (
+    ContentTypeClassifier,
+    DomainClassifier,
+    FineWebEduClassifier,
+    HFSequenceClassifier,
+    MultilingualDomainClassifier,
+    QualityClassifier,
+)
 
 __all__ = [
+    "ContentTypeClassifier",
     "DomainClassifier",
     "FastTextLangId",
     "FastTextQualityFilter",
+    "FineWebEduClassifier",
     "HFSequenceClassifier",
+    "MultilingualDomainClassifier",
     "QualityClassifier",
     "bundled_langid_model_path",
 ]

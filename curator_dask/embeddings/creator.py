@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -46,18 +46,7 @@ def embedding_dtype() -> pd.ArrowDtype:
 
 def embeddings_to_column(part: Any, vectors: np.ndarray) -> Any:
     """Wrap an ``(n, dim)`` float32 matrix as a ``list<float32>`` column on ``part``'s index."""
-    import pyarrow as pa
-
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    n, dim = vectors.shape
-    offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
-    arr = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1)))
-    lib = models.frame_lib(part)
-    if lib is pd:
-        return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=part.index)
-    col = lib.Series.from_arrow(arr)
-    col.index = part.index
-    return col
+    return models.vector_column(part, vectors)
 
 
 def read_embeddings(path: str, columns: list[str] | None = None, **kwargs: Any) -> Any:
@@ -122,8 +111,9 @@ class EmbeddingCreator(models.ModelStage):
         Column holding the text.
     embedding_column : str
         Output column, an Arrow ``list<float32>`` column (one vector per document).
-    model_inference_batch_size : int
-        Documents per forward pass.
+    model_inference_batch_size : int, optional
+        Documents per forward pass; default (None): 32 on a CPU, 128 on a GPU (measured in
+        ``bench/bench_models.py``; see docs/models.md).
     max_chars : int, optional
         Characters of each document kept before tokenising (None: all).
     max_tokens : int, optional
@@ -136,6 +126,8 @@ class EmbeddingCreator(models.ModelStage):
     device : str
         ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (see
         :class:`~curator_dask.classifiers.HFSequenceClassifier`).
+    autocast : bool
+        Run the model under ``torch.autocast`` (half precision) on a GPU; never on a CPU.
     resources : Resources
         Default: ``Resources(gpus=1)`` under dask's cudf backend, else CPU.
 
@@ -148,18 +140,26 @@ class EmbeddingCreator(models.ModelStage):
     model_dir: str | None = None
     text_column: str = "text"
     embedding_column: str = "embedding"
-    model_inference_batch_size: int = 128
+    model_inference_batch_size: int | None = None
     max_chars: int | None = 2000
     max_tokens: int | None = None
     normalize: bool = True
     sort_by_length: bool = True
     device: str = "auto"
+    autocast: bool = True
     resources: Resources = field(default_factory=models.default_model_resources)
+
+    default_batch_sizes: ClassVar[dict[str, int]] = {"cpu": 32, "cuda": 128}
 
     def __post_init__(self) -> None:
         if self.model_dir is not None:
             self.model_dir = str(self.model_dir)
         self._check_batching()
+        self._own_model(self.resolved_model_dir)
+
+    def load_checkpoint(self, path: Path, device: str) -> Any:
+        """The encoder in ``path`` (``transformers.AutoModel``), in eval mode."""
+        return models.load_model("AutoModel", path, device)
 
     @property
     def resolved_model_dir(self) -> str:
@@ -168,7 +168,7 @@ class EmbeddingCreator(models.ModelStage):
 
     def setup(self) -> None:
         """Load the tokenizer and encoder once per worker process."""
-        path = self._load_model(self.resolved_model_dir, "AutoModel")
+        path = self._load_model(self.resolved_model_dir)
         max_tokens = self.max_tokens
         st_config = path / "sentence_bert_config.json"
         if max_tokens is None and st_config.is_file():

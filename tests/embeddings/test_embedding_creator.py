@@ -165,4 +165,4 @@ def test_column_helpers_and_empty_partition(ready):
 def test_stage_pickles_without_model(ready):
     blob = pickle.dumps(ready)
     assert len(blob) < 2_000
-    assert "_model" not in pickle.loads(blob).__dict__
+    assert "_key" not in pickle.loads(blob).__dict__
