@@ -2,8 +2,10 @@
 
 If the monitoring package provides them (in ``curator_dask.monitoring.hooks`` or the
 package itself), the executor calls ``on_run_start(client,
-run_dir)`` before the first task, ``on_run_end(result)`` after the run and, if it exists,
-``on_run_failed(run_dir)`` when the run raised. A failing hook is
+run_dir)`` before the first task, ``on_partition_done(run_dir, pipeline, record)`` as each
+partition's final record arrives on the client, ``on_task_failed(client, plan, key,
+retried)`` when a partition's task raised, ``on_run_end(result)`` after the run and, if it
+exists, ``on_run_failed(run_dir)`` when the run raised. A failing hook is
 logged and never fails the run.
 """
 
@@ -56,3 +58,23 @@ def run_failed(run_dir: str) -> None:
             fn(run_dir)
         except Exception:
             logger.exception("monitoring hook on_run_failed failed")
+
+
+def partition_done(run_dir: str, pipeline: str, record: dict[str, Any]) -> None:
+    """Call the monitoring per-partition hook (live metrics), if there is one."""
+    fn = _hook("on_partition_done")
+    if fn is not None:
+        try:
+            fn(run_dir, pipeline, record)
+        except Exception:
+            logger.exception("monitoring hook on_partition_done failed; the run goes on")
+
+
+def task_failed(client: Any, plan: Any, key: str, retried: bool) -> None:
+    """Call the monitoring hook for a failed task (``retried``: it is computed again)."""
+    fn = _hook("on_task_failed")
+    if fn is not None:
+        try:
+            fn(client, plan, key, retried)
+        except Exception:
+            logger.exception("monitoring hook on_task_failed failed; the run goes on")

@@ -385,9 +385,11 @@ class DaskExecutor(Executor):
                 if fut.status != "finished":
                     exc = fut.exception()
                     if kind != "merge" and _out_of_memory(exc):
+                        _hooks.task_failed(client, plan, fut.key, retried=True)
                         split(item, exc)
                         continue
                     i = item if kind == "merge" else item.spec.index
+                    _hooks.task_failed(client, plan, fut.key, retried=False)
                     logger.error("partition %d failed", i)
                     fut.result()  # raises the task's exception with its traceback
                 if kind == "piece":
@@ -400,6 +402,7 @@ class DaskExecutor(Executor):
                 fut.release()
                 records.append(record)
                 progress.update(record)
+                _hooks.partition_done(plan.output, plan.pipeline.name, record)
                 if kind == "merge":
                     splits.pop(item, None)
                 for spec in pending:
@@ -469,4 +472,5 @@ class DaskExecutor(Executor):
             record = fut.result()
             records.append(record)
             progress.update(record)
+            _hooks.partition_done(plan.output, plan.pipeline.name, record)
         return records

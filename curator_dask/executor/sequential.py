@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from curator_dask.executor import _tasks
+from curator_dask.executor import _hooks, _tasks
 from curator_dask.executor._progress import Progress
 from curator_dask.executor.base import Executor, RunPlan
 from curator_dask.io.base import PartitionSpec
@@ -50,6 +50,7 @@ class SequentialExecutor(Executor):
             rec = _tasks.write_task(plan.writer, carry, plan.layout, plan.token(spec))
             records.append(rec)
             progress.update(rec)
+            _hooks.partition_done(plan.output, plan.pipeline.name, rec)
         return records
 
     def _run_batch(
@@ -65,7 +66,9 @@ class SequentialExecutor(Executor):
                     marker = task(*args)
                 stats[spec.index].append(marker["stats"])
                 progress.update()
-        return [
-            _tasks.batch_write_task(*plan.batch_write_args(spec, stats[spec.index]))
-            for spec in todo
-        ]
+        records = []
+        for spec in todo:
+            rec = _tasks.batch_write_task(*plan.batch_write_args(spec, stats[spec.index]))
+            records.append(rec)
+            _hooks.partition_done(plan.output, plan.pipeline.name, rec)
+        return records

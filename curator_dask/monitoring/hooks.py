@@ -1,8 +1,12 @@
-"""What the executor calls around a run: ``on_run_start(client, run_dir)``, ``on_run_end(result)``
-and, when the run raised, ``on_run_failed(run_dir)``.
+"""What the executor calls around a run: ``on_run_start(client, run_dir)``,
+``on_partition_done(run_dir, pipeline, record)`` for each partition written,
+``on_task_failed(client, plan, key, retried)``, ``on_run_end(result)`` and, when the run
+raised, ``on_run_failed(run_dir)``.
 
-During a run a :class:`MemoryTimeline` samples the cluster; at its end the stage statistics
-go to the Prometheus metrics (when prometheus-client is installed), the timeline is written
+During a run a :class:`MemoryTimeline` samples the cluster and each partition's stage
+statistics go to the Prometheus metrics as the partition's record reaches the client (when
+prometheus-client is installed: one latency observation per partition and stage, counters
+that grow while the run goes); at its end the timeline is written
 to ``<run_dir>/_timeline.parquet`` (local outputs only) and, if configured, the HTML report.
 What happens is set in config (``curator.monitoring.*``, defaults in code):
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,8 @@ logger = logging.getLogger("curator_dask.monitoring")
 
 _ACTIVE: dict[str, MemoryTimeline] = {}
 _LOCK = threading.Lock()
+#: Runs (output directories) whose partitions reached the metrics one by one.
+_STREAMED: set[str] = set()
 
 
 def _setting(key: str, default: Any) -> Any:
@@ -78,7 +85,10 @@ def on_run_end(result: Any) -> Path | None:
         timeline = _ACTIVE.pop(run_dir, None)
     if timeline is not None:
         timeline.stop()
-    if _prometheus():
+    with _LOCK:
+        streamed = run_dir in _STREAMED
+        _STREAMED.discard(run_dir)
+    if _prometheus() and not streamed:  # an executor that does not report partitions
         from curator_dask.monitoring.metrics import record_stage_stats
 
         record_stage_stats(result.stages, pipeline=str(result.name))
@@ -110,6 +120,7 @@ def on_run_failed(run_dir: str) -> Path | None:
     """
     with _LOCK:
         timeline = _ACTIVE.pop(str(run_dir), None)
+        _STREAMED.discard(str(run_dir))
     if timeline is None:
         return None
     timeline.stop()
@@ -120,6 +131,62 @@ def on_run_failed(run_dir: str) -> Path | None:
     from curator_dask.monitoring.timeline import write_timeline
 
     return write_timeline(timeline.frame(), local / TIMELINE_FILE)
+
+
+def on_partition_done(run_dir: str, pipeline: str, record: Mapping[str, Any]) -> None:
+    """Add one written partition's stage statistics to the Prometheus metrics, now.
+
+    ``record`` is the writer's record of the partition (its ``stages`` hold one
+    :meth:`StageStats.to_dict` per stage). The failed/retried counters of each stage are
+    created at zero, so dashboards see the series before the first failure.
+    """
+    if not _prometheus():
+        return
+    from curator_dask.monitoring.metrics import default_metrics, record_stage_stats
+
+    stages = list(record.get("stages") or [])
+    record_stage_stats(stages, pipeline=pipeline)
+    metrics = default_metrics()
+    for stats in stages:
+        metrics.tasks_failed.labels(pipeline, str(stats["name"]))
+        metrics.tasks_retried.labels(pipeline, str(stats["name"]))
+    with _LOCK:
+        _STREAMED.add(str(run_dir))
+
+
+def on_task_failed(client: Any, plan: Any, key: str, retried: bool) -> None:
+    """Count a failed partition task under the stage whose task raised.
+
+    ``key`` is the failed future's key; the scheduler knows which task the failure came
+    from (its ``exception_blame``), whose key prefix names the step (see
+    ``RunPlan.key``). ``retried``: the executor computes the partition again (in pieces).
+    """
+    if not _prometheus():
+        return
+    from curator_dask.monitoring.metrics import record_task_failure
+
+    blamed = key
+    try:
+        blamed = client.run_on_scheduler(_blamed_key, key=key) or key
+    except Exception:  # an old scheduler, a lost connection: count it under the write step
+        logger.debug("could not ask the scheduler which task failed", exc_info=True)
+    prefix = str(blamed).rsplit("-", 2)[0]
+    names = [
+        type(plan.reader).__name__,
+        *(stage.stage_name for stage in plan.stages),
+        type(plan.writer).__name__,
+    ]
+    prefixes = list(plan.key_prefixes)
+    stage = names[prefixes.index(prefix)] if prefix in prefixes else names[-1]
+    record_task_failure(stage, pipeline=str(plan.pipeline.name), retried=retried)
+
+
+def _blamed_key(dask_scheduler: Any, key: str) -> str | None:
+    ts = dask_scheduler.tasks.get(key)
+    if ts is None:
+        return None
+    blame = getattr(ts, "exception_blame", None)
+    return str((blame or ts).key)
 
 
 def _prometheus() -> bool:
