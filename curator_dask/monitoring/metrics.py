@@ -4,7 +4,8 @@ The executor records each partition's statistics on the client as the partition'
 arrives (statistics are values returned from tasks, never counters mutated inside
 partitions), so these metrics live in the client process and grow while a run goes;
 ``curator-dask run --metrics-port PORT`` (and the dedup commands) serve them. Serve them
-with :func:`start_metrics_server` and scrape ``http://<addr>:<port>/metrics``. The scheduler and workers serve their own ``/metrics``
+with :func:`start_metrics_server` and scrape ``http://<addr>:<port>/metrics``. The scheduler
+and workers serve their own ``/metrics``
 (``dask_scheduler_*``, ``dask_worker_*``) on their dashboard ports whenever
 prometheus-client is installed; see ``docs/monitoring.md``.
 
