@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import warnings
 from collections.abc import Sequence
@@ -104,8 +105,40 @@ def concat_quarantine(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return out[list(QUARANTINE_COLUMNS)]
 
 
-def fill_ids(part: pd.DataFrame, id_column: str, name: str, positions: np.ndarray) -> pd.DataFrame:
-    """Set ``id_column`` to strings, generating ``"<name>:<position>"`` where it is missing."""
+def id_text(value: Any) -> str | None:
+    """The string an input id becomes: the id itself if a string, else its compact JSON.
+
+    Integers of any size keep every digit (``18446744073709551617``), floats their shortest
+    form (``1.5``, ``1000.0``), booleans ``true``/``false``, arrays and objects their
+    compact JSON (``[1,2]``). None and NaN are missing ids (None).
+    """
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+#: A column :func:`fill_ids` adds with ``mark=True``: True where the id was generated.
+GENERATED_MARK = "\x00generated_id"
+
+
+def fill_ids(
+    part: pd.DataFrame, id_column: str, name: str, positions: np.ndarray, mark: bool = False
+) -> pd.DataFrame:
+    """Set ``id_column`` to strings, generating ``"<name>:<position>"`` where it is missing.
+
+    A generated id never equals an id given in the same frame: on a clash it becomes
+    ``"<name>:<position>:<k>"`` with the smallest ``k >= 1`` that is free. ``mark`` adds
+    the :data:`GENERATED_MARK` column, so that a reader can do the same over a partition
+    of several files (:func:`distinct_generated_ids`).
+    """
     generated = None
     if id_column not in part.columns or part[id_column].isna().any():
         pos = pd.Series(positions, index=part.index).astype(STRING_DTYPE)
@@ -115,14 +148,80 @@ def fill_ids(part: pd.DataFrame, id_column: str, name: str, positions: np.ndarra
     else:
         ids = _as_string(part[id_column])
         if generated is not None:
-            ids = ids.where(ids.notna(), generated)
-    return part.assign(**{id_column: ids})
+            missing = ids.isna()
+            generated = _avoid(generated[missing], ids[~missing])
+            ids = ids.where(~missing, generated.reindex(ids.index))
+    out = part.assign(**{id_column: ids})
+    if mark:
+        was_missing = (
+            pd.Series(True, index=part.index)
+            if id_column not in part.columns
+            else part[id_column].isna()
+        )
+        out[GENERATED_MARK] = was_missing.to_numpy(dtype=bool)
+    return out
+
+
+def distinct_generated_ids(frames: list[pd.DataFrame], id_column: str) -> list[pd.DataFrame]:
+    """Drop the :data:`GENERATED_MARK` columns; rename generated ids that equal a given id."""
+    marks = [
+        f[GENERATED_MARK].to_numpy(dtype=bool)
+        if GENERATED_MARK in f.columns
+        else np.zeros(len(f), dtype=bool)
+        for f in frames
+    ]
+    frames = [f.drop(columns=[GENERATED_MARK], errors="ignore") for f in frames]
+    if len(frames) < 2 or not any(m.any() for m in marks):
+        return frames
+    given = pd.concat(
+        [f[id_column][~m] for f, m in zip(frames, marks, strict=True) if id_column in f.columns]
+    )
+    out = []
+    for f, m in zip(frames, marks, strict=True):
+        if m.any():
+            ids = f[id_column].copy()
+            ids[m] = _avoid(ids[m], given).to_numpy()
+            f = f.assign(**{id_column: ids})
+            given = pd.concat([given, ids[m]])
+        out.append(f)
+    return out
+
+
+def _avoid(generated: pd.Series, given: pd.Series) -> pd.Series:
+    """``generated`` with the ids that are also ``given`` made distinct from every given id."""
+    taken = set(given.dropna().tolist())
+    clash = generated.isin(taken) if taken else pd.Series(False, index=generated.index)
+    if not clash.any():
+        return generated
+    out = generated.copy()
+    for i in np.flatnonzero(clash.to_numpy()):
+        k = 1
+        while f"{generated.iloc[i]}:{k}" in taken:
+            k += 1
+        out.iloc[i] = f"{generated.iloc[i]}:{k}"
+        taken.add(out.iloc[i])
+    return out
+
+
+#: Id types pyarrow converts to strings exactly (as their JSON text); other types
+#: (floating point: an integer above 2**63 parses as a double; nested) go through Python.
+def _exact_arrow_id(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_integer(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_null(t)
+    )
 
 
 def arrow_ids_to_string(table: Any, id_column: str) -> Any:
-    """Cast a non-string id column of a pyarrow table to strings (``7`` -> ``"7"``).
+    """Turn the id column of a pyarrow table into strings by :func:`id_text`'s rule.
 
-    Done in arrow because pandas would turn integer ids with nulls into floats (``"7.0"``).
+    Done in arrow where exact (strings, integers, booleans) because pandas would turn
+    integer ids with nulls into floats (``"7.0"``); other types through Python values.
     """
     import pyarrow as pa
 
@@ -131,18 +230,25 @@ def arrow_ids_to_string(table: Any, id_column: str) -> Any:
     col = table.column(id_column)
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         return table
-    with contextlib.suppress(pa.ArrowException):
+    if _exact_arrow_id(col.type):
         col = col.cast(pa.string())
+    else:
+        col = pa.array([id_text(v) for v in col.to_pylist()], type=pa.string())
     return table.set_column(table.column_names.index(id_column), id_column, col)
+
+
+def arrow_id_is_exact(table: Any, id_column: str) -> bool:
+    """False when the id column's values may not be the input's (e.g. big ints as doubles)."""
+    if id_column not in table.column_names:
+        return True
+    return _exact_arrow_id(table.column(id_column).type)
 
 
 def _as_string(s: pd.Series) -> pd.Series:
     if s.dtype == STRING_DTYPE:
         return s
-    if s.dtype == object:
-        return s.map(lambda v: v if v is None or isinstance(v, str) else str(v)).astype(
-            STRING_DTYPE
-        )
+    if s.dtype == object or s.dtype.kind in "fb":
+        return s.map(id_text).astype(STRING_DTYPE)
     return s.astype(STRING_DTYPE)
 
 
@@ -436,7 +542,11 @@ class FileReader(Reader):
     def read_file(
         self, path: str, start: int | None, end: int | None
     ) -> tuple[pd.DataFrame, BadRecords]:
-        """Read one file (or the ``start``/``end`` range of it) into a frame and bad records."""
+        """Read one file (or the ``start``/``end`` range of it) into a frame and bad records.
+
+        Ids are strings (:func:`id_text`); a frame made by :func:`fill_ids` with ``mark=True``
+        carries :data:`GENERATED_MARK`, which :meth:`read_partition` uses and drops.
+        """
         raise NotImplementedError
 
     def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
@@ -456,6 +566,7 @@ class FileReader(Reader):
                 )
             frames.append(part)
             quarantines.append(bad.frame())
+        frames = distinct_generated_ids(frames, self.id_column)
         data = finish_frame(
             frames,
             id_column=self.id_column,

@@ -23,11 +23,13 @@ from curator_dask.io._common import (
     STRING_DTYPE,
     BadRecords,
     FileReader,
+    arrow_id_is_exact,
     arrow_ids_to_string,
     byte_ranges,
     empty_frame,
     fill_ids,
     finish_frame,
+    id_text,
     raise_bad,
 )
 from curator_dask.io._files import (
@@ -83,6 +85,7 @@ def parse_jsonl_block(
     id_column: str = "id",
     max_document_bytes: int | None = None,
     on_error: str = "quarantine",
+    mark_generated: bool = False,
 ) -> tuple[pd.DataFrame, BadRecords]:
     """Parse whole JSONL lines into a pandas frame and the records to quarantine.
 
@@ -125,7 +128,7 @@ def parse_jsonl_block(
         part[text_column] = part[text_column].astype(STRING_DTYPE)
     else:
         part[text_column] = pd.Series([], dtype=STRING_DTYPE)
-    part = fill_ids(part, id_column, name, offset + lines.starts[idx])
+    part = fill_ids(part, id_column, name, offset + lines.starts[idx], mark=mark_generated)
     return part, bad
 
 
@@ -191,6 +194,11 @@ def _accept(
     col = table.column(ctx.text_column) if ctx.text_column in table.column_names else None
     for j in np.flatnonzero(~keep):
         ctx.reject(idx[j], _text_reason(None if col is None else col[int(j)], ctx.text_column))
+    if not arrow_id_is_exact(table, ctx.id_column):
+        # e.g. an integer id above 2**63, which pyarrow reads as a double: take it from the
+        # line itself (Python's integers are exact).
+        ids = [id_text(json.loads(ctx.raw(i)).get(ctx.id_column)) for i in idx[keep]]
+        part[ctx.id_column] = pd.Series(ids, index=part.index, dtype=STRING_DTYPE)
     return part, idx[keep]
 
 
@@ -364,14 +372,13 @@ def _parse_lines(ctx: _Block, idx: np.ndarray) -> tuple[pd.DataFrame, np.ndarray
     # are built from the decoded objects.
     joined = b"\n".join(ctx.raw(i) for i in good)
     table = _arrow_parse(joined, int(ctx.lengths[good_idx].max()), len(good))
+    ids = [id_text(rec.get(ctx.id_column)) for rec in recs]
     if table is not None:
         part = arrow_ids_to_string(table, ctx.id_column).to_pandas()
     else:
-        for rec in recs:
-            value = rec.get(ctx.id_column)
-            if value is not None and not isinstance(value, str):
-                rec[ctx.id_column] = json.dumps(value)
         part = pd.DataFrame.from_records(recs)
+    if ctx.id_column in part.columns:
+        part[ctx.id_column] = pd.Series(ids, index=part.index, dtype=STRING_DTYPE)
     return part, good_idx
 
 
@@ -481,6 +488,7 @@ class JsonlReader(FileReader):
             id_column=self.id_column,
             max_document_bytes=self.max_document_bytes,
             on_error=self.on_error,
+            mark_generated=True,
         )
 
     def _read_compressed(self, path: str, dec: Decompressed) -> tuple[pd.DataFrame, BadRecords]:

@@ -170,7 +170,7 @@ class ParquetReader(FileReader):
             part[self.text_column] = part[self.text_column].astype(STRING_DTYPE)
         else:
             part[self.text_column] = pd.Series([], dtype=STRING_DTYPE)
-        part = fill_ids(part, self.id_column, basename(path), rows)
+        part = fill_ids(part, self.id_column, basename(path), rows, mark=True)
         return part, bad
 
     def _text_ok(self, table: pa.Table) -> np.ndarray:
