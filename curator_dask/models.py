@@ -471,6 +471,10 @@ class ModelStage(ProcessingStage):
         return self.default_batch_sizes[kind]
 
     def teardown(self) -> None:
+        """Release the model (at the end of a run, on every worker) and forget the state."""
+        key = self.__dict__.get("_key")
+        if key is not None:
+            release_models(key)
         for attr in ("_key", "_torch", "_batch_limit"):
             self.__dict__.pop(attr, None)
 
