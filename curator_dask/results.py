@@ -39,6 +39,8 @@ class PipelineResult:
     partition_mismatches: list[int] = field(default_factory=list)
     splits: int = 0
     split_partitions: list[int] = field(default_factory=list)
+    #: Constructor parameters of the reader, each stage and the writer, by stage name.
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_records(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -96,6 +97,8 @@ class StageStats:
     seconds: float = 0.0
     partitions: int = 1
     extra: dict[str, int] = field(default_factory=dict)
+    #: A few documents the stage removed (``id`` and the start of the text), for the report.
+    examples: tuple[dict[str, str], ...] = ()
 
     @property
     def removed(self) -> int:
@@ -116,12 +119,17 @@ class StageStats:
             self.seconds + other.seconds,
             self.partitions + other.partitions,
             extra,
+            (self.examples + other.examples)[:REMOVED_EXAMPLES],
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-able dict."""
+        """Return a JSON-able dict (``examples`` only when there are some)."""
         d = dataclasses.asdict(self)
         d["removed"] = self.removed
+        if self.examples:
+            d["examples"] = [dict(e) for e in self.examples]
+        else:
+            d.pop("examples")
         return d
 
     @classmethod
@@ -135,6 +143,7 @@ class StageStats:
             float(d.get("seconds", 0.0)),
             int(d.get("partitions", 1)),
             dict(d.get("extra") or {}),
+            tuple(dict(e) for e in d.get("examples") or ()),
         )
 
 
@@ -286,10 +295,71 @@ def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
         out = _concat(outs)
     else:
         out, extra = stage.process_with_stats(part)
-    stats = StageStats(
-        stage.stage_name, n_in, len(out), 0, time.perf_counter() - t0, 1, dict(extra)
-    )
+    seconds = time.perf_counter() - t0
+    removed_some = len(out) < n_in and isinstance(stage, Filter)
+    examples = _removed_examples(stage, part, out) if removed_some else ()
+    stats = StageStats(stage.stage_name, n_in, len(out), 0, seconds, 1, dict(extra), examples)
     return out, stats
+
+
+_SECRET = re.compile(r"storage_options|key|secret|token|password|credential", re.IGNORECASE)
+
+
+def parameters_of(obj: Any) -> dict[str, Any]:
+    """The constructor parameters of a stage, reader or writer, as JSON-able values.
+
+    Dataclass fields that the constructor takes (``resources`` and private ones left out);
+    values that JSON cannot hold are given as their ``repr``. What the report shows as
+    "what produced this".
+
+    >>> from curator_dask.filters import WordCountFilter
+    >>> parameters_of(WordCountFilter(min_words=20))["min_words"]
+    20
+    """
+    if not dataclasses.is_dataclass(obj):
+        return {}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        if not f.init or f.name.startswith("_") or f.name == "resources":
+            continue
+        if _SECRET.search(f.name):  # credentials must not reach _stats.json
+            continue
+        value = getattr(obj, f.name, None)
+        if isinstance(value, (str, int, float, bool)) or value is None:
+            out[f.name] = value
+        elif isinstance(value, (list, tuple)) and all(
+            isinstance(v, (str, int, float, bool)) for v in value
+        ):
+            out[f.name] = list(value)
+        else:
+            out[f.name] = repr(value)[:200]
+    return out
+
+
+#: How many removed documents a stage's statistics keep (summed stats keep the first ones).
+REMOVED_EXAMPLES = 3
+_EXAMPLE_CHARS = 400
+
+
+def _removed_examples(stage: ProcessingStage, part: Any, out: Any) -> tuple[dict[str, str], ...]:
+    """The first few rows of ``part`` whose index is not in ``out`` (id and start of text)."""
+    text_column = getattr(stage, "text_column", "text")
+    if not hasattr(part, "columns") or text_column not in part.columns:
+        return ()
+    try:
+        gone = part[~part.index.isin(out.index)].head(REMOVED_EXAMPLES)
+        if hasattr(gone, "to_pandas"):  # cudf
+            gone = gone.to_pandas()
+    except Exception:  # an index that cannot be compared: no examples, never a failed run
+        return ()
+    id_column = "id" if "id" in gone.columns else None
+    return tuple(
+        {
+            "id": str(row[id_column]) if id_column else str(idx),
+            "text": str(row[text_column])[:_EXAMPLE_CHARS],
+        }
+        for idx, row in gone.iterrows()
+    )
 
 
 def _concat(parts: list[Any]) -> Any:

@@ -20,7 +20,7 @@ from curator_dask.executor._progress import Progress
 from curator_dask.io.base import PartitionSpec, Reader, Writer
 from curator_dask.io.layout import RunLayout
 from curator_dask.results import PipelineResult
-from curator_dask.stage import ProcessingStage
+from curator_dask.stage import ProcessingStage, parameters_of
 
 if TYPE_CHECKING:
     from curator_dask.pipeline import Pipeline
@@ -286,6 +286,14 @@ class Executor:
             partitions_skipped=len(done),
             execution_mode=plan.mode,
         )
+        result.parameters = {
+            name: parameters_of(obj)
+            for name, obj in zip(
+                [s.name for s in result.stages],
+                [plan.reader, *plan.stages, plan.writer],
+                strict=False,
+            )
+        }
         result.stats_path = plan.layout.write_bytes(
             plan.layout.stats_path, result.to_json().encode("utf-8")
         )

@@ -70,14 +70,14 @@ def register(
 
 
 def _stale(run_dir: Path, report: Path) -> bool:
-    from curator_dask.monitoring.report import STATS_FILE, TIMELINE_FILE
+    from curator_dask.monitoring.report import RUNS_FILE, STATS_FILE, TIMELINE_FILE
 
     if not report.exists():
         return True
     mtime = report.stat().st_mtime
     return any(
         (run_dir / name).exists() and (run_dir / name).stat().st_mtime > mtime
-        for name in (STATS_FILE, TIMELINE_FILE)
+        for name in (STATS_FILE, TIMELINE_FILE, RUNS_FILE)
     )
 
 

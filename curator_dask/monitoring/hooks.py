@@ -95,13 +95,21 @@ def on_run_end(result: Any) -> Path | None:
     local = _local_dir(run_dir)
     report = None
     if local is not None and local.is_dir():
-        from curator_dask.monitoring.report import TIMELINE_FILE, write_run_report
+        from curator_dask.monitoring.report import (
+            TIMELINE_FILE,
+            append_run,
+            read_runs,
+            write_run_report,
+        )
         from curator_dask.monitoring.timeline import write_timeline
 
+        stats = result.to_dict()
+        append_run(local, stats)
         if timeline is not None and len(timeline):
             write_timeline(timeline.frame(), local / TIMELINE_FILE)
         if _setting("report", False):
-            report = write_run_report(local, result.to_dict(), timeline)
+            stats["runs"] = read_runs(local)
+            report = write_run_report(local, stats, timeline)
             logger.info("run report: %s", report)
     if timeline is not None and _setting("warn-unmanaged-growth", True):
         from curator_dask.monitoring.checks import detect_unmanaged_growth

@@ -9,7 +9,9 @@ here; either way they are inline, so the file can be mailed or attached to a tic
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import gzip
 import json
 import math
 import os
@@ -31,12 +33,45 @@ from curator_dask.monitoring.timeline import (
 
 #: File names inside a run directory.
 STATS_FILE = "_stats.json"
+#: One line per run that wrote partitions into the directory (see :func:`append_run`).
+RUNS_FILE = "_runs.jsonl"
 TIMELINE_FILE = "_timeline.parquet"
 REPORT_FILE = "_report.html"
 
 KEPT, REMOVED, QUARANTINED = "#4c9f70", "#d1495b", "#edae49"
 MANAGED, UNMANAGED, SPILLED, LIMIT = "#2e86ab", "#a23b72", "#f18f01", "#333333"
 PALETTE = ("#2e86ab", "#a23b72", "#f18f01", "#4c9f70", "#6c5b7b", "#c06c84", "#355c7d", "#99b898")
+
+
+def append_run(run_dir: str | os.PathLike[str], result: Mapping[str, Any]) -> None:
+    """Add one run (its wall time and partitions written) to ``<run_dir>/_runs.jsonl``.
+
+    A resumed run's ``_stats.json`` sums every partition but holds only its own wall time;
+    this history lets the report give the time of all runs that wrote partitions. A run
+    that skipped nothing starts the history anew.
+    """
+    parts, skipped = _int(result.get("partitions")), _int(result.get("partitions_skipped"))
+    line = {
+        "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "wall_seconds": float(result.get("wall_seconds") or 0.0),
+        "partitions_written": parts - skipped,
+        "partitions_skipped": skipped,
+    }
+    # a run that found nothing done starts the directory's history (overwrite, first run)
+    with open(Path(run_dir) / RUNS_FILE, "a" if skipped else "w", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def read_runs(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The lines of ``<run_dir>/_runs.jsonl`` (empty when there is none)."""
+    path = Path(run_dir) / RUNS_FILE
+    if not path.exists():
+        return []
+    runs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(ValueError):
+            runs.append(json.loads(line))
+    return runs
 
 
 def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -48,6 +83,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFr
             f"{stats_path} not found: is {run_dir} the output directory of a pipeline run?"
         )
     stats = json.loads(stats_path.read_text())
+    stats.setdefault("runs", read_runs(run_dir))
     timeline = None
     for name in (TIMELINE_FILE, "_timeline.json"):
         if (run_dir / name).exists():
@@ -137,10 +173,26 @@ def render_report_html(
     sections = [_summary(stats, stages, timeline, run_dir)]
     if stages:
         charts = _charts.render(_funnel(stages), engine) + _charts.render(_times(stages), engine)
-        sections.append(_section("Stages", charts + _stage_table(stages)))
+        table = _stage_table(stages, stats.get("parameters"))
+        sections.append(_section("Stages", charts + table))
+        examples = _removed_examples(stages)
+        if examples:
+            sections.append(_section("Removed documents, a few per stage", examples))
+    reasons = quarantine_by_reason(run_dir) if run_dir is not None else {}
+    if reasons:
+        sections.append(_section("Quarantine by reason", _quarantine_table(reasons)))
     mem = _memory_charts(timeline)
     if mem:
-        sections.append(_section("Memory", "".join(_charts.render(c, engine) for c in mem)))
+        note = ""
+        if _int(stats.get("partitions_skipped")) and _int(stats.get("partitions")) == _int(
+            stats.get("partitions_skipped")
+        ):
+            note = (
+                "<p class=muted>This run found every partition written; the memory below is "
+                "from the last run that computed partitions.</p>"
+            )
+        charts = "".join(_charts.render(c, engine) for c in mem)
+        sections.append(_section("Memory", note + charts))
     elif stages:
         sections.append(
             _section(
@@ -181,6 +233,8 @@ _KNOWN_KEYS = {
     "quarantined",
     "wall_seconds",
     "balanced",
+    "parameters",
+    "runs",
 }
 
 
@@ -209,6 +263,7 @@ def _stage_row(s: Mapping[str, Any]) -> dict[str, Any]:
         "seconds": float(s.get("seconds") or 0.0),
         "partitions": _int(s.get("partitions")),
         "extra": dict(s.get("extra") or {}),
+        "examples": list(s.get("examples") or []),
     }
 
 
@@ -227,6 +282,30 @@ def _duration(seconds: float) -> str:
 def _card(label: str, value: str, sub: str = "", cls: str = "") -> str:
     sub_html = f"<div class=sub>{sub}</div>" if sub else ""
     return f"<div class='card {cls}'><div class=label>{label}</div><div class=value>{value}</div>{sub_html}</div>"  # noqa: E501
+
+
+def _time_cards(stats: Mapping[str, Any], stages: list[dict[str, Any]]) -> list[str]:
+    """Wall time of this run and, after resumed runs, of every run that wrote partitions."""
+    if stats.get("wall_seconds") is None:
+        return []
+    wall = float(stats["wall_seconds"])
+    parts, skipped = _int(stats.get("partitions")), _int(stats.get("partitions_skipped"))
+    runs = [r for r in stats.get("runs") or [] if _int(r.get("partitions_written"))]
+    if not skipped:
+        return [_card("Wall time", _duration(wall))]
+    cards = [
+        _card(
+            "This run",
+            _duration(wall),
+            f"wrote {parts - skipped:,} of {parts:,} partitions; {skipped:,} were done before",
+        )
+    ]
+    if runs:
+        total = sum(float(r.get("wall_seconds") or 0.0) for r in runs)
+        cards.append(_card("Wall time, all runs", _duration(total), f"{len(runs)} run(s)"))
+    compute = sum(s["seconds"] for s in stages)
+    cards.append(_card("Stage time", _duration(compute), "summed over partitions and runs"))
+    return cards
 
 
 def _workers(frame: pd.DataFrame) -> pd.DataFrame:
@@ -255,8 +334,7 @@ def _summary(
     ):
         if value is not None:
             cards.append(_card(label, f"{_int(value):,}", _pct(_int(value), _int(read)), cls))
-    if stats.get("wall_seconds") is not None:
-        cards.append(_card("Wall time", _duration(float(stats["wall_seconds"]))))
+    cards.extend(_time_cards(stats, stages))
     workers = _workers(frame)
     if len(workers):
         per_time = workers.groupby("time")[["rss", "spilled"]].sum(min_count=1)
@@ -407,11 +485,25 @@ def _memory_charts(frame: pd.DataFrame) -> list[_charts.Lines]:
     return charts
 
 
-def _stage_table(stages: list[dict[str, Any]]) -> str:
+def _params_text(params: Mapping[str, Any]) -> str:
+    """``min_words=50, max_words=100000``: the parameters that are set (not None/False/"")."""
+    shown = [
+        f"{escape(str(k))}={escape(json.dumps(v) if not isinstance(v, str) else v)}"
+        for k, v in params.items()
+        if v not in (None, False, "", [], {})
+    ]
+    return ", ".join(shown)
+
+
+def _stage_table(
+    stages: list[dict[str, Any]], parameters: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    parameters = parameters or {}
     head = (
         "<tr><th>#</th><th class=l>stage</th><th>partitions</th><th>docs in</th>"
         "<th>docs out</th><th>removed</th><th>quarantined</th><th>kept</th>"
-        "<th>seconds</th><th>docs/s</th><th class=l>counters</th></tr>"
+        "<th>seconds</th><th>docs/s</th><th class=l>counters</th>"
+        "<th class=l>parameters</th></tr>"
     )
     rows = []
     for i, s in enumerate(stages):
@@ -427,9 +519,66 @@ def _stage_table(stages: list[dict[str, Any]]) -> str:
             f"<td>{s['partitions']:,}</td><td>{s['docs_in']:,}</td><td>{s['docs_out']:,}</td>"
             f"<td>{s['removed']:,}</td><td>{s['quarantined']:,}</td>"
             f"<td>{_pct(s['docs_out'], s['docs_in'])}</td><td>{s['seconds']:,.2f}</td>"
-            f"<td>{rate}</td><td class=l>{extra}</td></tr>"
+            f"<td>{rate}</td><td class=l>{extra}</td>"
+            f"<td class='l params'>{_params_text(parameters.get(s['name'], {}))}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _removed_examples(stages: list[dict[str, Any]]) -> str:
+    """Per stage that removed documents, the few examples its statistics kept."""
+    blocks = []
+    for s in stages:
+        if not s["examples"]:
+            continue
+        rows = "".join(
+            f"<tr><td class=l><code>{escape(str(e.get('id', '')))}</code></td>"
+            f"<td class='l doc'>{escape(str(e.get('text', '')))}</td></tr>"
+            for e in s["examples"]
+        )
+        blocks.append(
+            f"<h3>{escape(s['name'])} &middot; removed {s['removed']:,}</h3>"
+            f"<table class=examples><tr><th class=l>id</th><th class=l>text (start)</th></tr>"
+            f"{rows}</table>"
+        )
+    return "".join(blocks)
+
+
+def quarantine_by_reason(run_dir: str | os.PathLike[str], limit: int = 1_000_000) -> dict[str, int]:
+    """Count the quarantined records of a run by their ``reason`` (the first ``limit``)."""
+    from curator_dask.io.layout import QUARANTINE_DIR
+
+    folder = Path(run_dir) / QUARANTINE_DIR
+    counts: dict[str, int] = {}
+    if not folder.is_dir():
+        return counts
+    seen = 0
+    for path in sorted(folder.glob("part-*.jsonl*")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    reason = str(json.loads(line).get("reason", "unknown"))
+                except (ValueError, AttributeError):
+                    reason = "unreadable quarantine line"
+                counts[reason] = counts.get(reason, 0) + 1
+                seen += 1
+                if seen >= limit:
+                    return counts
+    return counts
+
+
+def _quarantine_table(counts: Mapping[str, int]) -> str:
+    total = sum(counts.values())
+    rows = "".join(
+        f"<tr><td class=l>{escape(reason)}</td><td>{n:,}</td><td>{_pct(n, total)}</td></tr>"
+        for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    )
+    return (
+        "<table><tr><th class=l>reason</th><th>records</th><th>share</th></tr>"
+        f"{rows}</table><p class=muted>The records themselves are in "
+        "<code>_quarantine/</code>, each with its file, line and reason.</p>"
+    )
 
 
 def _details_table(details: Mapping[str, Any]) -> str:
@@ -519,6 +668,7 @@ th{color:#555;font-weight:600}.l{text-align:left}
 .details td{white-space:pre-wrap}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11px}
 .ok{color:#2f7d4f}.bad{color:#b3261e}.muted{color:#777}
+td.doc{white-space:pre-wrap;font-size:12px;max-width:60em}td.params{font-size:12px}
 .badge{font-size:11px;font-weight:600;padding:2px 8px;border-radius:10px;vertical-align:middle}
 .badge.ok{background:#e3f3e8}.badge.bad{background:#fbe4e2}
 .advice li{margin:6px 0;font-size:13px}
