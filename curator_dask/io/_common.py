@@ -252,6 +252,39 @@ def _as_string(s: pd.Series) -> pd.Series:
     return s.astype(STRING_DTYPE)
 
 
+def _kind(value: Any) -> str | None:
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(value, (int, float, np.number)):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    return "array"
+
+
+def unify_types(part: pd.DataFrame, skip: Sequence[str] = ()) -> pd.DataFrame:
+    """Make every mixed-type field of a partition a string column (the documented rule).
+
+    A field whose values are of more than one JSON kind (string, number, boolean, array,
+    object) in a partition, e.g. ``score`` 0.5 in one file and ``"high"`` in another,
+    becomes a string column: strings stay as they are, other values become their compact
+    JSON text (``"0.5"``), nulls stay null. Only object columns can be mixed.
+    """
+    changes = {}
+    for name in part.columns:
+        if name in skip or part[name].dtype != object:
+            continue
+        col = part[name]
+        kinds = {k for k in map(_kind, col.tolist()) if k is not None}
+        if len(kinds) > 1:
+            changes[name] = col.map(id_text).astype(STRING_DTYPE)
+    return part.assign(**changes) if changes else part
+
+
 def order_columns(part: pd.DataFrame, id_column: str, text_column: str) -> pd.DataFrame:
     """Put the id and text columns first, the others after in their input order."""
     first = [c for c in (id_column, text_column) if c in part.columns]
@@ -574,6 +607,7 @@ class FileReader(Reader):
             columns=self.columns,
             add_filename=self.add_filename,
         )
+        data = unify_types(data, skip=(self.id_column, self.text_column))
         return ReadResult(data, concat_quarantine(quarantines), docs)
 
 

@@ -120,7 +120,9 @@ def parse_jsonl_block(
     ctx = _Block(
         memoryview(buf), lines, lengths, bad, on_error, first_line, offset, text_column, id_column
     )
-    pieces = _parse_records(ctx, idx)
+    pieces = [(p, i) for p, i in _parse_records(ctx, idx) if len(i)]
+    if not pieces:  # every line was bad
+        return empty_frame(id_column, text_column, False), bad
     frames = [p for p, _ in pieces]
     part = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     idx = np.concatenate([i for _, i in pieces])
@@ -359,6 +361,11 @@ def _parse_lines(ctx: _Block, idx: np.ndarray) -> tuple[pd.DataFrame, np.ndarray
                     reason = f"text field {text_column!r} is not a string ({type(text).__name__})"
                 elif not _encodable(text):
                     reason = f"text field {text_column!r} holds an unpaired surrogate escape"
+                else:
+                    key = _unencodable_field(rec)
+                    if key is not None:
+                        # it could not be written as UTF-8 by any writer
+                        reason = f"field {key!r} holds an unpaired surrogate escape"
         if reason is not None:
             ctx.reject(i, reason)
             continue
@@ -380,6 +387,24 @@ def _parse_lines(ctx: _Block, idx: np.ndarray) -> tuple[pd.DataFrame, np.ndarray
     if ctx.id_column in part.columns:
         part[ctx.id_column] = pd.Series(ids, index=part.index, dtype=STRING_DTYPE)
     return part, good_idx
+
+
+def _unencodable_field(rec: dict[str, Any]) -> str | None:
+    """The first top-level key whose value (or a string inside it) is not valid UTF-8."""
+    for key, value in rec.items():
+        if not _encodable(key) or not _all_encodable(value):
+            return key.encode("utf-8", "backslashreplace").decode() if isinstance(key, str) else key
+    return None
+
+
+def _all_encodable(value: Any) -> bool:
+    if isinstance(value, str):
+        return _encodable(value)
+    if isinstance(value, list):
+        return all(_all_encodable(v) for v in value)
+    if isinstance(value, dict):
+        return all(_encodable(k) and _all_encodable(v) for k, v in value.items())
+    return True
 
 
 def _encodable(text: str) -> bool:
