@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask.filters import _strings as S
+from curator_dask import text as S
 from curator_dask.filters._rules import RuleSetFilter
 
 #: Lines containing any of these (case-insensitive) are removed, as in C4. Our own list.

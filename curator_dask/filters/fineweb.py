@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask.filters import _strings as S
+from curator_dask import text as S
 from curator_dask.filters._rules import RuleSetFilter
 from curator_dask.filters.heuristics import _unique_fraction
 
@@ -25,7 +25,7 @@ class FineWebQualityFilter(RuleSetFilter):
     ----------
     min_line_punct_ratio : float
         Smallest kept share of lines ending with an end mark
-        (:data:`~curator_dask.filters._strings.END_MARKS`).
+        (:data:`~curator_dask.text.END_MARKS`).
     max_short_line_ratio : float
         Largest kept share of lines with at most ``short_line_length`` characters.
     short_line_length : int

@@ -4,7 +4,7 @@ Each filter measures one property of a document as a score (:meth:`score`) and k
 document when the score is on the right side of a threshold (:meth:`keep_score`). The
 threshold's name says its direction and unit (``max_..._ratio``, ``min_words``). The
 definitions of *word*, *line*, *paragraph* and *whitespace* are in
-:mod:`curator_dask.filters._strings`; an empty document scores 0 on every ratio (no
+:mod:`curator_dask.text`; an empty document scores 0 on every ratio (no
 measured characters) and 1 on the unique fractions (nothing repeated), so empty documents
 are left to :class:`WordCountFilter`.
 
@@ -17,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from curator_dask.filters import _strings as S
+import numpy as np
+import pandas as pd
+
+from curator_dask import text as S
 from curator_dask.stage import Filter
 
 #: Phrases that mark web boilerplate (cookie banners, legal footers). Our own list;
@@ -51,7 +54,7 @@ WORD_PUNCTUATION = (
 
 #: Characters that start a bulleted line: these symbols, or ``-``, ``*``, ``+`` followed
 #: by whitespace (Markdown lists). Our own list.
-BULLETS = "\u2022\u2023\u25e6\u2043\u25cf\u25cb\u25a0\u25a1\u25aa\u25ab\u27a2\u27a4\u25ba\xb7"
+BULLETS = S.BULLET_CHARS
 
 _BULLET_LINE = f"^(?:[{BULLETS}]|[-*+](?:{S.WS}|$))"
 _END_MARK_LINE = f"[{S.END_MARKS}]$"
@@ -132,6 +135,8 @@ class WordCountFilter(Filter):
             )
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            return S.document_measures(text)["words"]
         t = S.as_text(text)
         return S.restore_index(S.count(t, S.WORD), text.index)
 
@@ -156,6 +161,9 @@ class NonAlphaNumericFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_non_alpha_numeric_to_text_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["chars"] - m["alnum"], m["chars"])
         t = S.as_text(text)
         n = S.nchars(t)
         alnum = S.count(t, S.char_class(t, "alnum"))
@@ -178,6 +186,9 @@ class SymbolsToWordsFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_symbol_to_word_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["symbols"], m["words"])
         t = S.as_text(text)
         return S.restore_index(S.ratio(S.count(t, _SYMBOLS), S.count(t, S.WORD)), text.index)
 
@@ -198,6 +209,9 @@ class NumbersFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_number_to_text_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["digits"], m["chars"])
         t = S.as_text(text)
         digits = S.count(t, S.char_class(t, "digit"))
         return S.restore_index(S.ratio(digits, S.nchars(t)), text.index)
@@ -220,6 +234,9 @@ class UrlsFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_url_to_text_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["url_chars"], m["chars"])
         t = S.as_text(text)
         n = S.nchars(t)
         url_chars = n - S.nchars(t.str.replace(_URL, "", regex=True))
@@ -242,6 +259,9 @@ class WhiteSpaceFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_white_space_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["whitespace"], m["chars"])
         t = S.as_text(text)
         return S.restore_index(S.ratio(S.count(t, S.WS), S.nchars(t)), text.index)
 
@@ -262,6 +282,9 @@ class ParenthesesFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_parentheses_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["parentheses"], m["chars"])
         t = S.as_text(text)
         return S.restore_index(S.ratio(S.count(t, _PARENTHESES), S.nchars(t)), text.index)
 
@@ -292,6 +315,23 @@ class BoilerPlateStringFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_boilerplate_string_ratio"
 
     def score(self, text: Any) -> Any:
+        if not S.fused(text):
+            return self._vectorised_score(text)
+        pattern = _regex_alternation(tuple(s.lower() for s in self.boilerplate_strings))
+
+        def compute(t: Any) -> Any:
+            # Only documents whose lower-cased text holds a phrase can have a boilerplate
+            # paragraph (lower-casing is per code point): score just those.
+            hit = t.str.lower().str.contains(pattern).to_numpy(dtype=bool)
+            score = np.zeros(len(t))
+            if hit.any():
+                score[hit] = self._vectorised_score(t[hit]).to_numpy(dtype="float64")
+            return pd.DataFrame({"score": score})
+
+        key = ("boilerplate", pattern, self.remove_if_at_top_or_bottom)
+        return S.cached_measures(text, key, compute)["score"]
+
+    def _vectorised_score(self, text: Any) -> Any:
         t = S.as_text(text)
         n = len(t)
         rows = S.split_rows(t, S.PARAGRAPH_SEPARATOR, regex=True, strip=True)
@@ -328,6 +368,9 @@ class MeanWordLengthFilter(Filter):
     max_mean_word_length: float = 10
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["chars"] - m["whitespace"], m["words"])
         t = S.as_text(text)
         word_chars = S.nchars(t) - S.count(t, S.WS)
         return S.restore_index(S.ratio(word_chars, S.count(t, S.WORD)), text.index)
@@ -352,6 +395,8 @@ class LongWordFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_word_length"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            return S.document_measures(text)["longest_word"]
         t = S.as_text(text)
         rows = S.split_rows(t)
         rows["len"] = S.nchars(rows["piece"])
@@ -378,6 +423,10 @@ class CommonEnglishWordsFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_num_common_words"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            counts = S.word_list_counts(text, self.common_words, WORD_PUNCTUATION)
+            if counts is not None:
+                return counts
         t = S.as_text(text)
         rows = S.split_rows(t)
         words = rows["piece"].str.lower().str.strip(WORD_PUNCTUATION)
@@ -401,6 +450,9 @@ class WordsWithoutAlphabetsFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_words_with_alphabets"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["letter_words"], m["words"])
         t = S.as_text(text)
         # One match per word that holds a letter: the match spans the whole word.
         pattern = f"[^{S.WHITESPACE}]*{S.char_class(t, 'letter')}[^{S.WHITESPACE}]*"
@@ -449,6 +501,9 @@ class RepeatedLinesFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_line_fraction"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["unique_lines"], m["lines"]).mask(m["lines"] == 0, 1.0)
         t = S.as_text(text)
         return S.restore_index(_unique_fraction(_lines(t), len(t), False), text.index)
 
@@ -470,6 +525,9 @@ class RepeatedParagraphsFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_paragraph_fraction"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["unique_paragraphs"], m["paragraphs"]).mask(m["paragraphs"] == 0, 1.0)
         t = S.as_text(text)
         return S.restore_index(_unique_fraction(_paragraphs(t), len(t), False), text.index)
 
@@ -491,6 +549,9 @@ class RepeatedLinesByCharFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_line_char_fraction"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["unique_line_chars"], m["line_chars"]).mask(m["line_chars"] == 0, 1.0)
         t = S.as_text(text)
         return S.restore_index(_unique_fraction(_lines(t), len(t), True), text.index)
 
@@ -512,6 +573,11 @@ class RepeatedParagraphsByCharFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_paragraph_char_fraction"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["unique_paragraph_chars"], m["paragraph_chars"]).mask(
+                m["paragraph_chars"] == 0, 1.0
+            )
         t = S.as_text(text)
         return S.restore_index(_unique_fraction(_paragraphs(t), len(t), True), text.index)
 
@@ -535,7 +601,7 @@ class PunctuationFilter(_MaxScoreFilter):
     ----------
     max_num_sentences_without_endmark_ratio : float
         Largest kept share of lines that do not end with one of
-        :data:`~curator_dask.filters._strings.END_MARKS` (ASCII ``. ! ? " '``, the
+        :data:`~curator_dask.text.END_MARKS` (ASCII ``. ! ? " '``, the
         ellipsis, curly closing quotes, CJK full stops).
 
     Score: lines without an end mark / lines.
@@ -545,6 +611,9 @@ class PunctuationFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_num_sentences_without_endmark_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["lines_without_endmark"], m["lines"])
         return _line_share(text, _END_MARK_LINE, negate=True)
 
 
@@ -564,6 +633,9 @@ class EllipsisFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_num_lines_ending_with_ellipsis_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["lines_with_ellipsis"], m["lines"])
         return _line_share(text, _ELLIPSIS_LINE)
 
 
@@ -584,6 +656,9 @@ class BulletsFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_bullet_lines_ratio"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.document_measures(text)
+            return S.ratio(m["bullet_lines"], m["lines"])
         return _line_share(text, _BULLET_LINE)
 
 
@@ -669,6 +744,9 @@ class RepeatingTopNGramsFilter(_MaxScoreFilter):
         return self.name or f"{type(self).__name__}_{self.n}"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.ngram_measures(text, self.n)
+            return S.ratio(m[f"top_{self.n}"], m["word_chars"])
         t = S.as_text(text)
         rows = _ngram_rows(t, self.n)
         valid = rows[rows["valid"]]
@@ -719,6 +797,9 @@ class RepeatingDuplicateNGramsFilter(_MaxScoreFilter):
         return self.name or f"{type(self).__name__}_{self.n}"
 
     def score(self, text: Any) -> Any:
+        if S.fused(text):
+            m = S.ngram_measures(text, self.n)
+            return S.ratio(m[f"duplicate_{self.n}"], m["word_chars"])
         t = S.as_text(text)
         rows = _ngram_rows(t, self.n)
         count = rows.groupby(["doc", "key"])["key"].transform("size")

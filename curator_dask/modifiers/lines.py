@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask.filters import _strings as S
+from curator_dask import text as S
 from curator_dask.filters.c4 import c4_line_keep
 from curator_dask.stage import Modifier
 

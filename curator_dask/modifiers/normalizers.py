@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curator_dask import text as S
 from curator_dask._backend import frame_module, to_pandas
-from curator_dask.filters import _strings as S
 from curator_dask.stage import Modifier
 
 _FORMS = ("NFC", "NFKC", "NFD", "NFKD")

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import curator_dask.filters as filters_pkg
+import curator_dask.text as text_kit
 from curator_dask.filters import (
     BoilerPlateStringFilter,
     BulletsFilter,
@@ -39,7 +40,6 @@ from curator_dask.filters import (
     WhiteSpaceFilter,
     WordCountFilter,
     WordsWithoutAlphabetsFilter,
-    _strings,
     heuristic_filters,
 )
 
@@ -137,26 +137,26 @@ def test_score_and_keep_match_reference(flt, ref_score, ref_keep, texts):
 def test_generic_path_equals_fast_path(flt, ref_score, ref_keep, texts, monkeypatch):
     """The cudf-compatible path (str.split().explode()) gives the same scores on pandas."""
     fast = flt.score(texts["text"])
-    monkeypatch.setattr(_strings, "_FAST_PANDAS", False)
+    monkeypatch.setattr(text_kit, "_FAST_PANDAS", False)
     generic = flt.score(texts["text"])
     np.testing.assert_allclose(generic.to_numpy(dtype="float64"), fast.to_numpy(dtype="float64"))
 
 
 def test_generic_path_for_every_row_splitter(texts, monkeypatch):
-    t = _strings.as_text(texts["text"])
+    t = text_kit.as_text(texts["text"])
     cases = [
         {},
         {"sep": "\n", "strip": True},
         {"sep": "\n", "drop_empty": False},
-        {"sep": _strings.PARAGRAPH_SEPARATOR, "regex": True, "strip": True},
+        {"sep": text_kit.PARAGRAPH_SEPARATOR, "regex": True, "strip": True},
     ]
     for kwargs in cases:
-        fast = _strings.split_rows(t, **kwargs)
-        joined_fast = _strings.join_rows(fast, len(t))
-        monkeypatch.setattr(_strings, "_FAST_PANDAS", False)
-        generic = _strings.split_rows(t, **kwargs)
-        joined_generic = _strings.join_rows(generic, len(t))
-        monkeypatch.setattr(_strings, "_FAST_PANDAS", True)
+        fast = text_kit.split_rows(t, **kwargs)
+        joined_fast = text_kit.join_rows(fast, len(t))
+        monkeypatch.setattr(text_kit, "_FAST_PANDAS", False)
+        generic = text_kit.split_rows(t, **kwargs)
+        joined_generic = text_kit.join_rows(generic, len(t))
+        monkeypatch.setattr(text_kit, "_FAST_PANDAS", True)
         pd.testing.assert_frame_equal(fast, generic)
         pd.testing.assert_series_equal(joined_fast, joined_generic)
 
@@ -165,10 +165,10 @@ def test_whitespace_class_is_python_isspace():
     import re
 
     every = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-    assert every == _strings.WHITESPACE_CHARS
+    assert every == text_kit.WHITESPACE_CHARS
     t = pd.Series([every + "x"])
-    assert _strings.count(_strings.as_text(t), _strings.WS).tolist() == [len(every)]
-    assert re.fullmatch(_strings.WS + "+", every)
+    assert text_kit.count(text_kit.as_text(t), text_kit.WS).tolist() == [len(every)]
+    assert re.fullmatch(text_kit.WS + "+", every)
 
 
 def test_missing_and_object_text_are_empty_text():

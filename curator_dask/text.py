@@ -1,0 +1,509 @@
+"""The string kit shared by the filters and modifiers: definitions, primitives, measures.
+
+Everything here works on a pandas Series (arrow-backed strings; regular expressions run in
+pyarrow's RE2) or on a cudf Series (libcudf's regex engine), through the pandas ``.str``
+API both libraries share. Two things differ between the engines and are kept here, in one
+place:
+
+- regular-expression dialect: RE2 has Unicode classes (``\\pL``) whose ``\\w``/``\\d`` are
+  ASCII-only; libcudf has Unicode-aware ``\\w``/``\\d`` but no ``\\p{..}``
+  (:func:`char_class`);
+- splitting a text into rows (words, lines, paragraphs): pandas goes through pyarrow
+  list kernels without building Python lists, cudf through ``str.split().explode()``
+  (:func:`split_rows`). The second, generic path also runs on pandas
+  (``_FAST_PANDAS = False``), which is how the tests check the cudf code path on a CPU.
+
+On pandas, the heuristic filters read per-document measures (:func:`document_measures`,
+:func:`ngram_measures`, :func:`word_list_counts`) computed by fused numba kernels in one
+pass over the Arrow UTF-8 buffer. A partition's measures are computed once and reused by
+every later filter of the pipeline (see :func:`cached_measures`); with ``_FUSED = False``
+the filters use the vectorised kernels instead, which is how the tests hold the two to
+identical scores.
+
+Definitions used by every filter:
+
+- *whitespace* is what Python's :meth:`str.isspace` accepts (:data:`WHITESPACE`);
+- a *word* is a maximal run of non-whitespace characters (Python's ``str.split()``);
+- a *line* is a piece of ``text.split("\\n")`` with surrounding whitespace stripped;
+  empty lines are not lines;
+- a *paragraph* is a block separated by one or more blank lines, stripped; empty blocks
+  are not paragraphs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curator_dask import _text_kernels as K
+from curator_dask._backend import frame_module
+
+#: The characters for which Python's ``str.isspace()`` is True, as a regex class body.
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+#: Every whitespace character, as a plain string (for ``str.strip``).
+WHITESPACE_CHARS = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+#: Whitespace without the line feed (horizontal whitespace and other separators).
+HSPACE = WHITESPACE.replace("\n", "")
+#: One whitespace character.
+WS = f"[{WHITESPACE}]"
+#: A word: a maximal run of non-whitespace characters.
+WORD = f"[^{WHITESPACE}]+"
+#: Separator of paragraphs: a line break, then one or more (possibly blank) empty lines.
+PARAGRAPH_SEPARATOR = f"\\n(?:[{HSPACE}]*\\n)+"
+#: Characters that end a sentence or a line of prose: ASCII ``. ! ? " '``, the ellipsis,
+#: curly closing quotes, and the CJK full stop, exclamation and question marks.
+END_MARKS = ".!?\u2026\"'\u201d\u2019\u3002\uff01\uff1f"
+
+# pandas' string dtype backed by pyarrow (pandas 3's default ``str``); pandas < 2.3 spells
+# it "pyarrow_numpy" and has no ``na_value`` argument.
+try:
+    STR_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+except TypeError:  # pragma: no cover - pandas 2.2
+    STR_DTYPE = pd.StringDtype("pyarrow_numpy")
+
+# Set False (tests) to run the generic, cudf-compatible path on pandas too.
+_FAST_PANDAS = True
+# Set False (tests) to score with the vectorised kernels instead of the fused ones.
+_FUSED = True
+
+_CLASSES = {
+    # pyarrow / RE2: Unicode general categories.
+    "re2": {"letter": r"\pL", "alnum": r"[\pL\pN]", "digit": r"\p{Nd}"},
+    # libcudf: \w and \d are Unicode-aware, \p{..} is not supported.
+    "cudf": {"letter": r"[^\W\d_]", "alnum": r"[^\W_]", "digit": r"\d"},
+}
+
+
+def is_cudf(obj: Any) -> bool:
+    """True for cudf objects."""
+    return type(obj).__module__.split(".")[0] == "cudf"
+
+
+def char_class(text: Any, name: str) -> str:
+    """Return the regex for one ``letter``, ``alnum`` or ``digit`` character.
+
+    Letters are Unicode category L (Python ``str.isalpha``), alphanumerics L or N
+    (``str.isalnum``), digits category Nd (``str.isdecimal``).
+    """
+    return _CLASSES["cudf" if is_cudf(text) else "re2"][name]
+
+
+def _is_arrow_string(dtype: Any) -> bool:
+    if isinstance(dtype, pd.StringDtype):
+        return dtype.storage in ("pyarrow", "pyarrow_numpy")
+    if isinstance(dtype, pd.ArrowDtype):
+        return pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(
+            dtype.pyarrow_dtype
+        )
+    return False
+
+
+def as_text(text: Any) -> Any:
+    """Return ``text`` with missing values as ``""``, a 0..n-1 index, arrow-backed on pandas.
+
+    Object-dtype or python-backed strings would send regexes to Python's ``re`` instead
+    of RE2, with other Unicode semantics, and ``string[pyarrow]`` (dask's default) gives
+    nullable result dtypes; converting to pandas' ``str`` keeps one dialect and one set
+    of result dtypes per backend.
+    """
+    if not is_cudf(text) and text.dtype != STR_DTYPE:
+        # Arrow-backed variants convert without copying the characters.
+        text = text.astype(STR_DTYPE)
+    return text.fillna("").reset_index(drop=True)
+
+
+def restore_index(values: Any, index: Any) -> Any:
+    """Give per-document ``values`` (0..n-1 index) the original ``index``."""
+    values = values.reset_index(drop=True)
+    values.index = index
+    return values
+
+
+def count(text: Any, pattern: str) -> Any:
+    """Number of non-overlapping matches of ``pattern`` per document (int64)."""
+    return text.str.count(pattern).astype("int64")
+
+
+def nchars(text: Any) -> Any:
+    """Number of characters (code points) per document (int64)."""
+    return text.str.len().astype("int64")
+
+
+def ratio(num: Any, den: Any) -> Any:
+    """``num / den`` as float64, and 0 where ``den`` is 0."""
+    out = num.astype("float64") / den.clip(lower=1).astype("float64")
+    return out.where(den > 0, 0.0)
+
+
+def _arrow(text: Any) -> pa.Array:
+    arr = pa.array(text)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr
+
+
+def split_rows(
+    text: Any,
+    sep: str | None = None,
+    *,
+    regex: bool = False,
+    strip: bool = False,
+    drop_empty: bool = True,
+) -> Any:
+    """Split every document into rows: a frame with ``doc`` (position) and ``piece``.
+
+    Parameters
+    ----------
+    text : Series
+        Output of :func:`as_text` (0..n-1 index, no missing values).
+    sep : str, optional
+        Separator; ``None`` splits on runs of whitespace (words).
+    regex : bool
+        Whether ``sep`` is a regular expression.
+    strip : bool
+        Strip surrounding whitespace from every piece.
+    drop_empty : bool
+        Drop empty pieces (after stripping).
+
+    Returns
+    -------
+    DataFrame
+        One row per piece, in document order then piece order.
+    """
+    if not is_cudf(text) and _FAST_PANDAS:
+        arr = _arrow(text)
+        if sep is None:
+            lists = pc.utf8_split_whitespace(arr)
+        elif regex:
+            lists = pc.split_pattern_regex(arr, sep)
+        else:
+            lists = pc.split_pattern(arr, sep)
+        parent = pc.list_parent_indices(lists)
+        flat = pc.list_flatten(lists)
+        if strip:
+            flat = pc.utf8_trim(flat, WHITESPACE_CHARS)
+        if drop_empty or sep is None:
+            keep = pc.greater(pc.utf8_length(flat), 0)
+            flat = pc.filter(flat, keep)
+            parent = pc.filter(parent, keep)
+        return pd.DataFrame(
+            {
+                "doc": parent.to_numpy(zero_copy_only=False).astype("int64"),
+                "piece": pd.Series(flat, dtype=STR_DTYPE),
+            }
+        )
+    # Generic path (cudf, or pandas in tests): explode the list column.
+    if sep is None:
+        lists = text.str.split()
+    elif regex:
+        lists = text.str.split(sep, regex=True)
+    else:
+        lists = text.str.split(sep)
+    piece = lists.explode().rename("piece")
+    if not is_cudf(piece):
+        piece = piece.astype(STR_DTYPE)
+    frame = piece.reset_index().rename(columns={"index": "doc"})
+    frame["doc"] = frame["doc"].astype("int64")
+    frame = frame[frame["piece"].notna()]
+    if strip:
+        frame["piece"] = frame["piece"].str.strip(WHITESPACE_CHARS)
+    if drop_empty or sep is None:
+        frame = frame[frame["piece"].str.len() > 0]
+    return frame.reset_index(drop=True)
+
+
+def per_doc(rows: Any, column: str, how: str, n: int, fill: Any = 0) -> Any:
+    """Aggregate ``rows[column]`` by ``rows["doc"]`` over all ``n`` documents."""
+    agg = rows.groupby("doc")[column].agg(how)
+    return agg.reindex(range(n), fill_value=fill)
+
+
+def position_in_doc(rows: Any) -> Any:
+    """0-based position of every row within its document."""
+    return rows.groupby("doc").cumcount().astype("int64")
+
+
+def join_rows(rows: Any, n: int, sep: str = "\n") -> Any:
+    """Join the ``piece`` rows of every document with ``sep``; ``""`` for no rows."""
+    if not is_cudf(rows) and _FAST_PANDAS:
+        counts = np.bincount(rows["doc"].to_numpy(), minlength=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        values = pa.array(rows["piece"], type=pa.large_string())
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        lists = pa.LargeListArray.from_arrays(pa.array(offsets), values)
+        return pd.Series(pc.binary_join(lists, pa.scalar(sep, pa.large_string())), dtype=STR_DTYPE)
+    joined = rows.groupby("doc", sort=True)["piece"].agg(list).str.join(sep)
+    joined = joined.reindex(range(n), fill_value="").rename(None)
+    joined.index.name = None
+    if not is_cudf(joined):
+        joined = joined.astype(STR_DTYPE)
+    return joined
+
+
+def factorize(values: Any) -> Any:
+    """Integer codes (int64 Series) of ``values``: equal values get equal codes."""
+    codes, _ = values.factorize()
+    mod = frame_module("cudf") if is_cudf(values) else pd
+    return mod.Series(codes, index=values.index).astype("int64")
+
+
+def frame_of(like: Any, **columns: Any) -> Any:
+    """Build a frame (pandas or cudf, like ``like``) from equally indexed columns."""
+    mod = frame_module("cudf") if is_cudf(like) else pd
+    return mod.DataFrame(columns)
+
+
+# -- fused per-document measures (pandas) ---------------------------------------------------
+#: Characters that start a bulleted line (:class:`~curator_dask.filters.BulletsFilter`).
+BULLET_CHARS = "\u2022\u2023\u25e6\u2043\u25cf\u25cb\u25a0\u25a1\u25aa\u25ab\u27a2\u27a4\u25ba\xb7"
+
+_TABLES: dict[str, np.ndarray] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def fused(text: Any) -> bool:
+    """True when ``text``'s measures come from the fused kernels (pandas, not cudf)."""
+    return _FUSED and _FAST_PANDAS and not is_cudf(text)
+
+
+def _every_code_point() -> pa.Array:
+    """Every Unicode scalar value as a one-character string, built without Python lists."""
+    cps = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)])
+    data = "".join(map(chr, cps.tolist())).encode("utf-8")
+    widths = np.select([cps < 0x80, cps < 0x800, cps < 0x10000], [1, 2, 3], 4)
+    offsets = np.zeros(len(cps) + 1, np.int32)
+    np.cumsum(widths, out=offsets[1:])
+    arr = pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(data))
+    _TABLES["cps"] = cps
+    return arr
+
+
+def _tables() -> dict[str, np.ndarray]:
+    """Per-code-point tables, from the engines the vectorised kernels use (built once)."""
+    if "flags" in _TABLES:
+        return _TABLES
+    with _TABLES_LOCK:
+        if "flags" in _TABLES:
+            return _TABLES
+        arr = _every_code_point()
+        cps = _TABLES["cps"]
+        flags = np.zeros(K.NUM_FLAGS_CP, np.uint8)
+
+        def mark(bit: int, pattern: str) -> None:
+            hit = pc.match_substring_regex(arr, f"^{pattern}$").to_numpy(zero_copy_only=False)
+            flags[cps[hit]] |= bit
+
+        mark(K.LETTER, char_class(pd.Series([], dtype=STR_DTYPE), "letter"))
+        mark(K.ALNUM, char_class(pd.Series([], dtype=STR_DTYPE), "alnum"))
+        mark(K.DIGIT, char_class(pd.Series([], dtype=STR_DTYPE), "digit"))
+        for chars, bit in (
+            (WHITESPACE_CHARS, K.WS),
+            (END_MARKS, K.ENDMARK),
+            (BULLET_CHARS, K.BULLET),
+            ("()[]", K.PAREN),
+        ):
+            flags[[ord(c) for c in chars]] |= bit
+        # What utf8_lower maps each code point to, when that is one printable ASCII byte.
+        lowered = pc.utf8_lower(arr)
+        low_len = pc.binary_length(lowered).to_numpy(zero_copy_only=False)
+        low_off = np.asarray(lowered.buffers()[1]).view(np.int32)[: len(cps)]
+        low_data = np.frombuffer(lowered.buffers()[2], np.uint8)
+        first = low_data[low_off]
+        ascii_lower = np.zeros(K.NUM_FLAGS_CP, np.uint8)
+        ok = (low_len == 1) & (first > 0x20) & (first < 0x7F)
+        ascii_lower[cps[ok]] = first[ok]
+        ascii_lower[[ord(c) for c in WHITESPACE_CHARS]] = 255
+        _TABLES["ascii_lower"] = ascii_lower
+        _TABLES["lowered"] = lowered  # type: ignore[assignment]
+        _TABLES["flags"] = flags
+    return _TABLES
+
+
+def utf8_buffers(t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The int64 byte offsets, UTF-8 bytes and those bytes as uint64 of an :func:`as_text` Series.
+
+    The bytes are not copied unless the buffer is not 8-byte aligned (Arrow aligns to 64).
+    """
+    arr = _arrow(t)
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = arr.cast(pa.large_string())
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], width)[arr.offset : arr.offset + len(arr) + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    if data.ctypes.data % 8:
+        data = data.copy()
+    return offsets.astype(np.int64), data, data[: len(data) // 8 * 8].view(np.uint64)
+
+
+class _Cache(threading.local):
+    def __init__(self) -> None:
+        self.entries: dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]] = {}
+
+
+_CACHE = _Cache()
+
+
+def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
+    """Per-document measures of ``text``, computed once per partition and reused.
+
+    The measures are a pure function of each document's bytes, so they are looked up by
+    content: two independent 64-bit hashes of every document. A filter that sees the
+    survivors of an earlier filter finds them in the measures that filter computed; any
+    document not found sends the whole call to ``compute``. One entry per ``key`` and
+    thread is kept (a dask worker's threads work on different partitions).
+
+    Parameters
+    ----------
+    text : Series
+        Documents (pandas).
+    key : hashable
+        Names the measures and every parameter they depend on.
+    compute : callable
+        ``compute(t) -> DataFrame``, one row per document of ``t`` (``text`` after
+        :func:`as_text`); :func:`utf8_buffers` gives a kernel its bytes.
+
+    Returns
+    -------
+    DataFrame
+        One row per document of ``text``, with ``text``'s index.
+    """
+    t = as_text(text)
+    h1, h2 = K.doc_hashes(*utf8_buffers(t))
+    entry = _CACHE.entries.get(key)
+    if entry is not None:
+        keys1, keys2, rows, values = entry
+        pos = np.searchsorted(keys1, h1)
+        pos[pos == len(keys1)] = 0
+        if len(keys1) and np.array_equal(keys1[pos], h1) and np.array_equal(keys2[pos], h2):
+            out = values.iloc[rows[pos]]
+            out.index = text.index
+            return out
+    values = compute(t).reset_index(drop=True)
+    uniq, rows = np.unique(h1, return_index=True)
+    _CACHE.entries[key] = (uniq, h2[rows], rows, values)
+    out = values.copy()
+    out.index = text.index
+    return out
+
+
+def clear_measures() -> None:
+    """Forget this thread's cached measures."""
+    _CACHE.entries.clear()
+
+
+def document_measures(text: Any) -> pd.DataFrame:
+    """Character, word, line and paragraph counts per document (int64 columns).
+
+    ``chars``, ``whitespace``, ``alnum``, ``digits``: code points of each kind;
+    ``words``, ``letter_words`` (holding a letter), ``longest_word``; ``parentheses``;
+    ``symbols`` (``#``, ``...``, ``…``); ``url_chars``; ``lines``, ``unique_lines``,
+    ``line_chars``, ``unique_line_chars``, ``lines_without_endmark``,
+    ``lines_with_ellipsis``, ``bullet_lines``; ``paragraphs``, ``unique_paragraphs``,
+    ``paragraph_chars``, ``unique_paragraph_chars``. Definitions: the module docstring.
+
+    Examples
+    --------
+    >>> m = document_measures(pd.Series(["a b\\n\\na b", "www.x.org"]))
+    >>> m[["words", "paragraphs", "unique_paragraphs", "url_chars"]].values.tolist()
+    [[4, 2, 1, 0], [1, 1, 1, 9]]
+    """
+    flags = _tables()["flags"]
+
+    def compute(t: Any) -> pd.DataFrame:
+        stats = K.document_stats(*utf8_buffers(t), flags)
+        return pd.DataFrame(stats, columns=list(K.DOC_COLUMNS))
+
+    return cached_measures(text, "document", compute)
+
+
+#: N-gram sizes :func:`ngram_measures` computes at least (Gopher's 2 .. 10).
+NGRAM_MAX_N = 10
+
+
+def ngram_measures(text: Any, max_n: int = NGRAM_MAX_N) -> pd.DataFrame:
+    """Word n-gram repetition per document, for n = 1 .. ``max(max_n, 10)``.
+
+    Columns: ``word_chars`` (characters in words); ``top_<n>``: count x characters of the
+    most frequent n-gram occurring at least twice (ties: the longer; 0 if none);
+    ``duplicate_<n>``: characters of the words covered by n-grams occurring at least
+    twice. Words are compared exactly.
+
+    Examples
+    --------
+    >>> m = ngram_measures(pd.Series(["a b a b c", "x y z"]))
+    >>> m[["word_chars", "top_2", "duplicate_2"]].values.tolist()
+    [[5, 4, 4], [3, 0, 0]]
+    """
+    levels = max(max_n, NGRAM_MAX_N)
+    flags = _tables()["flags"]
+    columns = ["word_chars"]
+    for n in range(1, levels + 1):
+        columns += [f"top_{n}", f"duplicate_{n}"]
+
+    def compute(t: Any) -> pd.DataFrame:
+        return pd.DataFrame(K.ngram_stats(*utf8_buffers(t), flags, levels), columns=columns)
+
+    return cached_measures(text, ("ngram", levels), compute)
+
+
+def _pack_words(words: Iterable[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Sorted little-endian packs of printable-ASCII words of at most 16 bytes, else None."""
+    packs = []
+    for w in words:
+        raw = w.encode("utf-8")
+        if len(raw) > 16 or not all(0x20 < b < 0x7F for b in raw):
+            return None
+        raw = raw.ljust(16, b"\0")
+        packs.append((int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")))
+    packs.sort()
+    return (
+        np.array([p[0] for p in packs], np.uint64),
+        np.array([p[1] for p in packs], np.uint64),
+    )
+
+
+def word_list_counts(text: Any, words: Iterable[str], strip_chars: str) -> pd.Series | None:
+    """Occurrences per document of ``words`` (words lower-cased, ``strip_chars`` stripped).
+
+    Lower-casing is pyarrow's ``utf8_lower``; a word is stripped of ``strip_chars`` from
+    both ends after lower-casing. Returns ``None`` when a word of the list is not
+    printable ASCII of at most 16 bytes (the caller then uses the vectorised path).
+
+    Examples
+    --------
+    >>> word_list_counts(pd.Series(["The cat, THE end.", "none"]), {"the", "end"}, ".,").tolist()
+    [3, 0]
+    """
+    packed = _pack_words(words)
+    if packed is None:
+        return None
+    tables = _tables()
+    lowered = tables["lowered"]
+    cps = tables["cps"]
+    strip_key = ("strip", strip_chars)
+    if strip_key not in tables:
+        hit = pc.is_in(lowered, pa.array(list(strip_chars))).to_numpy(zero_copy_only=False)
+        strip = np.zeros(K.NUM_FLAGS_CP, np.bool_)
+        strip[cps[hit]] = True
+        tables[strip_key] = strip  # type: ignore[index]
+    strip = tables[strip_key]  # type: ignore[index]
+    k1s, k2s = packed
+    lower = tables["ascii_lower"]
+
+    def compute(t: Any) -> pd.DataFrame:
+        counts = K.word_list_counts(*utf8_buffers(t)[:2], strip, lower, k1s, k2s)
+        return pd.DataFrame({"count": counts})
+
+    key = ("words", tuple(sorted(words)), strip_chars)
+    return cached_measures(text, key, compute)["count"]
