@@ -7,6 +7,11 @@ from typing import TYPE_CHECKING
 from curator_dask._lazy import lazy_exports
 
 _EXPORTS = {
+    "DedupResult": "curator_dask.dedup._base",
+    "remove_duplicates": "curator_dask.dedup._common",
+    "BAND_SHAPES": "curator_dask.dedup.lsh",
+    "bands_for_threshold": "curator_dask.dedup.lsh",
+    "recall_bands": "curator_dask.dedup.lsh",
     "connected_components": "curator_dask.dedup.components",
     "ExactDeduplicationWorkflow": "curator_dask.dedup.exact",
     "hash_texts": "curator_dask.dedup.exact",
@@ -25,10 +30,19 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from curator_dask.dedup._base import DedupResult
+    from curator_dask.dedup._common import remove_duplicates
     from curator_dask.dedup.components import connected_components
     from curator_dask.dedup.exact import ExactDeduplicationWorkflow, hash_texts
     from curator_dask.dedup.fuzzy import FuzzyDeduplicationWorkflow
-    from curator_dask.dedup.lsh import band_hashes, candidate_probability, choose_bands
+    from curator_dask.dedup.lsh import (
+        BAND_SHAPES,
+        band_hashes,
+        bands_for_threshold,
+        candidate_probability,
+        choose_bands,
+        recall_bands,
+    )
     from curator_dask.dedup.minhash import (
         minhash_permutations,
         minhash_signatures,
@@ -39,11 +53,14 @@ if TYPE_CHECKING:
     from curator_dask.dedup.semantic import SemanticDeduplicationWorkflow
 
 __all__ = [
+    "BAND_SHAPES",
+    "DedupResult",
     "ExactDeduplicationWorkflow",
     "FuzzyDeduplicationWorkflow",
     "LSHPlan",
     "SemanticDeduplicationWorkflow",
     "band_hashes",
+    "bands_for_threshold",
     "candidate_probability",
     "choose_bands",
     "connected_components",
@@ -52,5 +69,7 @@ __all__ = [
     "minhash_signatures",
     "normalize_text",
     "plan_lsh",
+    "recall_bands",
+    "remove_duplicates",
     "shingle_hashes",
 ]

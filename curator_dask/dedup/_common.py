@@ -1,20 +1,32 @@
-"""Helpers shared by the dedup workflows: input, shuffle method, cache keys, outputs."""
+"""What the dedup workflows share after finding duplicates: groups, outputs, removal."""
 
 from __future__ import annotations
 
-import glob
-import json
 import os
-import uuid
-from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-from dask.base import tokenize
 
 from curator_dask import config
+from curator_dask.dedup._base import (
+    DedupInput,
+    DedupResult,
+    Reporter,
+    StepCache,
+    active_client,
+    copy_quarantine,
+    get_fs,
+    join,
+    publish,
+    read_parquet_dir,
+    remove_tree,
+    resolve_path,
+    write_frame,
+)
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 
@@ -26,76 +38,9 @@ def shuffle_method(client: Any = None) -> str:
     threaded) scheduler ``"p2p"`` falls back to ``"tasks"``.
     """
     method = str(config.get("shuffle.method", "p2p"))
-    if method == "p2p" and client is None:
-        try:
-            from distributed import default_client
-
-            default_client()
-        except (ImportError, ValueError):
-            return "tasks"
+    if method == "p2p" and active_client(client) is None:
+        return "tasks"
     return method
-
-
-def _hidden(rel: str) -> bool:
-    # Markers, statistics and quarantine of a writer's output (_SUCCESS, _stats/, _quarantine/)
-    # and temporary files (.x) are not input.
-    return any(part.startswith(("_", ".")) for part in rel.split(os.sep))
-
-
-def input_files(input_path: str | Sequence[str]) -> list[str]:
-    """Expand a path, directory or glob (or a list of them) into sorted file paths."""
-    paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
-    out: list[str] = []
-    for p in paths:
-        p = os.fspath(p)
-        if os.path.isdir(p):
-            out += sorted(
-                f
-                for f in glob.glob(os.path.join(p, "**", "*"), recursive=True)
-                if os.path.isfile(f) and not _hidden(os.path.relpath(f, p))
-            )
-        elif any(c in p for c in "*?["):
-            out += sorted(glob.glob(p))
-        else:
-            out.append(p)
-    return out
-
-
-def input_fingerprint(input_path: str | Sequence[str] | None, df: Any = None) -> str:
-    """A key for the input: paths, sizes and mtimes of the files (or the dask frame's token)."""
-    if df is not None:
-        return tokenize(df)
-    stats: list[tuple[str, int | None, int | None]] = []
-    for f in input_files(input_path or []):
-        try:
-            st = os.stat(f)
-            stats.append((os.path.abspath(f), st.st_size, st.st_mtime_ns))
-        except OSError:  # remote paths: the path itself is the key
-            stats.append((f, None, None))
-    return tokenize(stats)
-
-
-def read_input(
-    input_path: str | Sequence[str] | None,
-    df: Any,
-    text_column: str,
-    id_column: str,
-    input_blocksize: int | str | None,
-    input_format: str | None = None,
-) -> Any:
-    """Return the input as a dask dataframe: ``df`` as is, or read ``input_path``."""
-    if df is not None:
-        return df
-    if input_path is None:
-        raise ValueError("give input_path or df")
-    files = input_files(input_path)
-    fmt = input_format or (
-        "parquet" if files and all(f.endswith(".parquet") for f in files) else "jsonl"
-    )
-    from curator_dask.io import read_jsonl, read_parquet
-
-    read = read_parquet if fmt == "parquet" else read_jsonl
-    return read(files, text_column=text_column, id_column=id_column, blocksize=input_blocksize)
 
 
 def with_uid(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
@@ -105,40 +50,12 @@ def with_uid(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataF
     return part.assign(_uid=uid)
 
 
-def write_parquet_atomic(frame: pd.DataFrame, path: str) -> str:
-    """Write ``frame`` to ``path`` through a temporary name and a rename."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-    return path
+def group_members(part: pd.DataFrame, keep: str) -> pd.DataFrame:
+    """Rows ``label, id[, n_chars], _uid`` of whole groups -> ``id, group, _uid, removed``.
 
-
-def mark_done(directory: str, info: dict[str, Any] | None = None) -> None:
-    """Write the completion marker ``_DONE`` (JSON) in ``directory``."""
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f"_DONE.tmp-{uuid.uuid4().hex}")
-    with open(tmp, "w") as f:
-        json.dump(info or {}, f)
-    os.replace(tmp, os.path.join(directory, "_DONE"))
-
-
-def is_done(directory: str) -> bool:
-    """True when ``directory`` holds a completion marker."""
-    return os.path.exists(os.path.join(directory, "_DONE"))
-
-
-def read_done(directory: str) -> dict[str, Any]:
-    """The JSON of a completion marker."""
-    with open(os.path.join(directory, "_DONE")) as f:
-        return json.load(f)
-
-
-def choose_keepers(part: pd.DataFrame, keep: str) -> pd.DataFrame:
-    """Rows ``label, id[, n_chars]`` of whole groups -> removed rows ``id, group``.
-
-    ``keep="first"`` keeps the smallest id, ``"last"`` the largest, ``"longest"`` the most
-    characters (ties: smallest id). ``group`` is the id of the document kept.
+    One row per member of every group of two or more. ``group`` is the id of the document
+    kept: ``keep="first"`` keeps the smallest id, ``"last"`` the largest, ``"longest"`` the
+    most characters (ties: smallest id); ``removed`` is False for that document only.
     """
     if keep == "first":
         part = part.sort_values(["label", "id"], kind="stable")
@@ -149,58 +66,45 @@ def choose_keepers(part: pd.DataFrame, keep: str) -> pd.DataFrame:
     else:
         raise ValueError(f"keep must be 'first', 'last' or 'longest', got {keep!r}")
     first = ~part["label"].duplicated()
+    size = part.groupby("label")["label"].transform("size").to_numpy()
+    part, first = part[size > 1], first[size > 1]
     kept_id = part["id"].where(first).ffill()
-    gone = ~first.to_numpy()
-    removed = part[gone]
-    out = pd.DataFrame({"id": removed["id"].to_numpy(), "group": kept_id[gone].to_numpy()})
-    out = out.astype({"id": part["id"].dtype, "group": part["id"].dtype})
-    if "_uid" in part.columns:
-        out["_uid"] = removed["_uid"].to_numpy(np.int64)
-    return out
+    out = pd.DataFrame(
+        {
+            "id": part["id"].to_numpy(),
+            "group": kept_id.to_numpy(),
+            "_uid": part["_uid"].to_numpy(np.int64),
+            "removed": ~first.to_numpy(),
+        }
+    )
+    return out.astype({"id": part["id"].dtype, "group": part["id"].dtype})
 
 
-def removed_meta(id_dtype: Any) -> pd.DataFrame:
-    """Empty ``id, group, _uid`` frame."""
+def choose_keepers(part: pd.DataFrame, keep: str) -> pd.DataFrame:
+    """The removed rows ``id, group, _uid`` of :func:`group_members`."""
+    m = group_members(part, keep)
+    return m[m["removed"].to_numpy()].drop(columns="removed").reset_index(drop=True)
+
+
+def members_meta(id_dtype: Any) -> pd.DataFrame:
+    """Empty ``id, group, _uid, removed`` frame."""
     return pd.DataFrame(
         {
             "id": pd.Series([], dtype=id_dtype),
             "group": pd.Series([], dtype=id_dtype),
             "_uid": pd.Series([], dtype="int64"),
+            "removed": pd.Series([], dtype=bool),
         }
     )
 
 
-def write_removed(
-    removed: Any, output_path: str, work_dir: str | None = None
-) -> tuple[str, int, int]:
-    """Write removed rows (dask frame ``id, group[, _uid]``) to ``<output_path>/removed_ids/``.
-
-    When ``work_dir`` is given, the ``_uid`` column goes to ``<work_dir>/removed_uids/`` in the
-    same computation (used by :func:`remove_documents`). Returns the directory, the number of
-    removed documents and the number of duplicate groups.
-    """
-    out = os.path.join(output_path, "removed_ids")
-    tasks = [
-        removed[["id", "group"]].to_parquet(out, write_index=False, overwrite=True, compute=False)
-    ]
-    if work_dir is not None:
-        tasks.append(
-            removed[["_uid"]].to_parquet(
-                os.path.join(work_dir, "removed_uids"),
-                write_index=False,
-                overwrite=True,
-                compute=False,
-            )
-        )
-    dask.compute(*tasks)
-    got = pd.read_parquet(out, columns=["group"])
-    n_removed = len(got)
-    n_groups = int(got["group"].nunique()) if n_removed else 0
-    return out, n_removed, n_groups
+def removed_meta(id_dtype: Any) -> pd.DataFrame:
+    """Empty ``id, group, _uid`` frame."""
+    return members_meta(id_dtype).drop(columns="removed")
 
 
-def remove_documents(df: Any, removed_uids: Any, output_path: str, client: Any = None) -> str:
-    """Write ``df`` without the documents in ``removed_uids`` (dask frame ``_uid``).
+def remove_documents(df: Any, removed_uids: Any) -> Any:
+    """``df`` without the documents in ``removed_uids`` (dask frame ``_uid``); lazy.
 
     The removed uids are routed to the partition they came from (``uid >> 32``) by a
     range shuffle, then each input partition drops its own: no broadcast of the id list.
@@ -214,10 +118,7 @@ def remove_documents(df: Any, removed_uids: Any, output_path: str, client: Any =
         keep = ~part["_uid"].isin(gone["_uid"].to_numpy())
         return part[keep.to_numpy()].drop(columns="_uid")
 
-    kept = df.map_partitions(_drop, rm, meta=df._meta, align_dataframes=False)
-    out = os.path.join(output_path, "deduplicated")
-    kept.to_parquet(out, write_index=False, overwrite=True)
-    return out
+    return df.map_partitions(_drop, rm, meta=df._meta, align_dataframes=False)
 
 
 def scheduler_for(client: Any = None) -> Any:
@@ -227,3 +128,223 @@ def scheduler_for(client: Any = None) -> Any:
     if client is None:
         return contextlib.nullcontext()
     return dask.config.set(scheduler=client)
+
+
+@dataclass
+class Run:
+    """One run of a workflow: resolved paths, the input, the step cache, progress."""
+
+    method: str
+    output_path: str
+    work_path: str
+    input: DedupInput
+    steps: StepCache
+    reporter: Reporter
+    client: Any
+    storage_options: dict[str, Any] | None
+
+
+class DedupWorkflow:
+    """Base of the dedup workflows (dataclasses): the run skeleton around their steps.
+
+    A subclass sets ``method`` (its name in messages and results), has the fields
+    ``input_path, df, text_column, id_column, input_blocksize, input_format,
+    storage_options, output_path, perform_removal, duplicate_groups, client`` and implements
+    ``run()`` with :meth:`_begin`, its steps, and :meth:`_finish`.
+    """
+
+    method: ClassVar[str] = "dedup"
+
+    def _work_root(self, output_path: str) -> str:
+        """Where the steps are cached; default ``<output>/_work``."""
+        return join(output_path, "_work")
+
+    def _begin(self, quarantine_step: str | None = None) -> Run:
+        so = getattr(self, "storage_options", None)
+        output = resolve_path(self.output_path)  # type: ignore[attr-defined]
+        work = self._work_root(output)
+        inp = DedupInput.of(self)
+        _refuse_overlap(inp, output)
+        client = active_client(getattr(self, "client", None))
+        reporter = Reporter(self.method, client)
+        reporter.start()
+        return Run(self.method, output, work, inp, StepCache(work, so), reporter, client, so)
+
+    def _finish(
+        self,
+        run: Run,
+        members: Any,
+        documents: int,
+        work_dir: str,
+        details: dict[str, Any] | None = None,
+        stats: dict[str, Any] | None = None,
+    ) -> DedupResult:
+        """Write the outputs from the lazy ``members`` frame (``id, group, _uid, removed``).
+
+        ``<output>/removed_ids/`` (``id, group``: one row per removed document),
+        ``<output>/duplicate_groups/`` (``id, group``: every member, when
+        ``duplicate_groups``), ``<output>/deduplicated/`` (``perform_removal``) and
+        ``<output>/_quarantine/``; each directory is published whole (temporary name, rename,
+        ``_SUCCESS``).
+        """
+        so, r = run.storage_options, run.reporter
+        with r.step("output"):
+            mdir = join(work_dir, "members")
+            write_frame(members, mdir, r, "duplicate groups", so)
+            id_dtype = members._meta["id"].dtype
+            allm = read_parquet_dir(mdir, so, members_meta(id_dtype))
+            removed = allm[allm["removed"]]
+            paths: dict[str, str] = {}
+            paths["removed_ids"], n_removed = publish(
+                removed[["id", "group"]], run.output_path, "removed_ids", r, so
+            )
+            n_groups = int(allm["group"].nunique().compute()) if n_removed else 0
+            if getattr(self, "duplicate_groups", False):
+                paths["duplicate_groups"], _ = publish(
+                    allm[["id", "group"]], run.output_path, "duplicate_groups", r, so
+                )
+            if getattr(self, "perform_removal", False):
+                kept = remove_documents(run.input.frame(), removed[["_uid"]])
+                paths["deduplicated"], _ = publish(kept, run.output_path, "deduplicated", r, so)
+            qdir, n_quarantined = copy_quarantine(run.input.quarantine_path, run.output_path, so)
+            if qdir is not None:
+                paths["quarantine"] = qdir
+        seconds = {k: round(v, 3) for k, v in r.seconds.items()}
+        seconds["total"] = round(r.total(), 3)
+        result = DedupResult(
+            method=run.method,
+            documents=int(documents),
+            removed=int(n_removed),
+            duplicate_groups=n_groups,
+            quarantined=n_quarantined,
+            seconds=seconds,
+            paths=paths,
+            stats=dict(stats or {}),
+            details=dict(details or {}),
+        )
+        r.say("summary")
+        if r.enabled:
+            print(repr(result), file=r.stream, flush=True)
+        return result
+
+
+def _refuse_overlap(inp: DedupInput, output: str) -> None:
+    """Refuse an output directory equal to or inside an input directory (or the reverse)."""
+    for p in inp.paths or []:
+        if any(c in p for c in "*?["):
+            p = p[: min(p.find(c) for c in "*?[" if c in p)].rsplit("/", 1)[0]
+        a, b = p.rstrip("/") + "/", output.rstrip("/") + "/"
+        if a.startswith(b) or b.startswith(a):
+            raise ValueError(
+                f"the output {output!r} overlaps the input {p!r}: choose an output directory "
+                "outside the input"
+            )
+
+
+def remove_duplicates(
+    dataset: Any,
+    duplicates: Any,
+    keep: str | None = "first",
+    id_column: str = "id",
+    group_column: str = "group",
+    duplicates_id_column: str = "id",
+) -> Any:
+    """Drop duplicates listed in a table from a dataset, keeping exactly one per group; lazy.
+
+    Parameters
+    ----------
+    dataset : dask.dataframe.DataFrame
+        The documents.
+    duplicates : dask.dataframe.DataFrame, pandas.DataFrame or str
+        A duplicates table (or a directory of its Parquet files): ``duplicates_id_column``
+        and ``group_column``. Either every member of every group (a workflow's
+        ``duplicate_groups/`` output, or any table made elsewhere) with ``keep`` choosing the
+        survivor, or only the documents to remove (``removed_ids/``) with ``keep=None``.
+    keep : {"first", "last", None}
+        Within each group keep the member with the smallest (``"first"``) or largest
+        (``"last"``) id; None removes every listed id.
+    id_column : str
+        The id column of ``dataset``.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        ``dataset`` without the removed documents, in the same partitions and order. The ids
+        to remove are routed by a hash shuffle to the partitions of a hashed copy of the
+        dataset's ids; the table is never broadcast to every partition.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, pandas as pd
+    >>> docs = dd.from_pandas(pd.DataFrame({"id": list("abcd"), "text": list("xyxy")}), 2)
+    >>> groups = pd.DataFrame({"id": list("abcd"), "group": [0, 1, 0, 1]})
+    >>> sorted(remove_duplicates(docs, groups, keep="first")["id"].compute())
+    ['a', 'b']
+    """
+    if isinstance(duplicates, (str, os.PathLike)):
+        duplicates = dd.read_parquet(os.fspath(duplicates))
+    if isinstance(duplicates, pd.DataFrame):
+        duplicates = dd.from_pandas(duplicates, npartitions=1)
+    dup = duplicates.rename(columns={duplicates_id_column: "_rid"})
+    if keep is None:
+        gone = dup[["_rid"]]
+    else:
+        if keep not in ("first", "last"):
+            raise ValueError(f"keep must be 'first', 'last' or None, got {keep!r}")
+        dup = dup[["_rid", group_column]].rename(columns={group_column: "_grp"})
+        method = shuffle_method()
+
+        def _losers(part: pd.DataFrame) -> pd.DataFrame:
+            part = part.sort_values(["_grp", "_rid"], ascending=[True, keep == "first"])
+            return part[part["_grp"].duplicated().to_numpy()][["_rid"]]
+
+        gone = dup.shuffle(on="_grp", method=method).map_partitions(
+            _losers, meta=dup._meta[["_rid"]]
+        )
+    # Each dataset partition's ids, tagged with where they live, meet the ids to remove in
+    # a shuffle on the id; the hits go back to their partition by a range shuffle.
+    n = dataset.npartitions
+
+    def _locate(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
+        i = (partition_info or {}).get("number", 0)
+        return pd.DataFrame(
+            {"_rid": part[id_column].to_numpy(), "_part": np.full(len(part), i, np.int64)}
+        ).astype({"_rid": part[id_column].dtype})
+
+    where = dataset.map_partitions(
+        _locate,
+        meta=pd.DataFrame(
+            {
+                "_rid": pd.Series([], dtype=dataset._meta[id_column].dtype),
+                "_part": pd.Series([], dtype="int64"),
+            }
+        ),
+    )
+    gone = gone.astype({"_rid": dataset._meta[id_column].dtype})
+    hits = where.merge(
+        gone.drop_duplicates(), on="_rid", how="inner", shuffle_method=shuffle_method()
+    )
+    hits = hits.set_index("_part", divisions=[*range(n), n], sort=True)
+
+    def _drop(part: pd.DataFrame, rm: pd.DataFrame) -> pd.DataFrame:
+        return part[~part[id_column].isin(rm["_rid"].to_numpy()).to_numpy()]
+
+    return dataset.map_partitions(_drop, hits, meta=dataset._meta, align_dataframes=False)
+
+
+__all__ = [
+    "UID_SHIFT",
+    "DedupWorkflow",
+    "Run",
+    "choose_keepers",
+    "get_fs",
+    "group_members",
+    "members_meta",
+    "remove_documents",
+    "remove_duplicates",
+    "remove_tree",
+    "removed_meta",
+    "scheduler_for",
+    "shuffle_method",
+    "with_uid",
+]

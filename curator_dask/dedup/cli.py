@@ -1,15 +1,126 @@
-"""The ``exact-dedup`` and ``fuzzy-dedup`` subcommands of ``curator-dask``."""
+"""The ``exact-dedup``, ``fuzzy-dedup`` and ``semantic-dedup`` subcommands of ``curator-dask``.
+
+Every option comes from a field of the workflow's dataclass: its flag (``--num-bands`` for
+``num_bands``), type, default and help (the field's entry in the class docstring). Adding a
+dedup method to the CLI is one :func:`add_workflow_command` call.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
-# curator_dask.dedup.exact.HASH_METHODS, written out so `--help` does not import numba
-# (tests/test_cli.py checks they agree).
-HASH_METHODS = ("md5", "xxh128", "fast128")
+from curator_dask.dedup._params import BAND_SHAPES, HASH_METHODS, ExactParams, FuzzyParams
+
+#: Flags that keep their historical names.
+_FLAG_NAMES = {
+    "output_path": "--output",
+    "cache_path": "--cache-dir",
+    "input_blocksize": "--blocksize",
+}
+#: Fields that are not options (Python objects, or the positional input).
+_NOT_OPTIONS = {"input_path", "df", "client", "stats"}
+#: Options that exclude each other.
+_EXCLUSIVE = (("char_ngrams", "word_ngrams"),)
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "hash_method": HASH_METHODS,
+    "band_shape": tuple(BAND_SHAPES),
+    "input_format": ("jsonl", "parquet"),
+    "normalization": ("simple", "none"),
+}
+
+
+def _field_help(cls: type) -> dict[str, str]:
+    """Each parameter's first sentence from the numpydoc ``Parameters`` section."""
+    doc = cls.__doc__ or ""
+    out: dict[str, str] = {}
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^    ([a-z_][a-z0-9_, ]*) : ", line)
+        if not m:
+            continue
+        text = []
+        for nxt in lines[i + 1 :]:
+            if not nxt.startswith("        "):
+                break
+            text.append(nxt.strip())
+        sentence = " ".join(text).split(". ")[0].rstrip(".")
+        # user text: no Sphinx roles or literal markup
+        sentence = re.sub(r":\w+:`~?([^`]+)`", r"\1", sentence).replace("``", "")
+        for name in m.group(1).split(","):
+            out[name.strip()] = sentence.replace("%", "%%")
+    return out
+
+
+def _parse_type(annotation: str) -> Callable[[str], Any]:
+    if "dict" in annotation:
+        return json.loads
+    if "float" in annotation:
+        return float
+    if annotation.startswith("int") and "str" not in annotation:
+        return int
+    return str
+
+
+def add_workflow_command(
+    subparsers: Any,
+    name: str,
+    cls: type,
+    workflow: str,
+    help_text: str,
+    add_cluster_args: Callable[[argparse.ArgumentParser], None],
+    client_from_args: Callable[[argparse.Namespace], Any],
+    required: tuple[str, ...] = ("output_path",),
+    choices: dict[str, tuple[str, ...]] | None = None,
+) -> argparse.ArgumentParser:
+    """Add subcommand ``name`` running ``workflow(**options).run()``.
+
+    The options come from the fields of ``cls`` (the workflow's parameter dataclass);
+    ``workflow`` (``"module:Class"``) is imported only when the command runs.
+    """
+    parser = subparsers.add_parser(name, help=help_text, description=help_text)
+    parser.add_argument(
+        "input", nargs="+", help="JSONL/Parquet files, a directory or a glob (local or s3://)"
+    )
+    helps = _field_help(cls)
+    all_choices = {**_CHOICES, **(choices or {})}
+    dests: list[str] = []
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    target: dict[str, Any] = {}
+    for group in _EXCLUSIVE:
+        if set(group) <= names:
+            mx = parser.add_mutually_exclusive_group()
+            target.update(dict.fromkeys(group, mx))
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init or f.name in _NOT_OPTIONS:
+            continue
+        flag = _FLAG_NAMES.get(f.name, "--" + f.name.replace("_", "-"))
+        default = f.default if f.default is not dataclasses.MISSING else None
+        kw: dict[str, Any] = {"dest": f.name, "help": helps.get(f.name, "")}
+        annotation = str(f.type)
+        if annotation == "bool":
+            kw["action"] = argparse.BooleanOptionalAction
+            kw["default"] = None
+            kw["help"] += f" (default: {'on' if default else 'off'})"
+        else:
+            kw["type"] = _parse_type(annotation)
+            kw["default"] = None
+            if f.name in all_choices:
+                kw["choices"] = all_choices[f.name]
+            if f.name in required:
+                kw["required"] = True
+            elif default is not None:
+                kw["help"] += f" (default: {default})"
+        target.get(f.name, parser).add_argument(flag, **kw)
+        dests.append(f.name)
+    add_cluster_args(parser)
+    parser.set_defaults(func=lambda a: _run(workflow, a, dests, client_from_args))
+    return parser
 
 
 def register(
@@ -17,132 +128,38 @@ def register(
     add_cluster_args: Callable[[argparse.ArgumentParser], None],
     client_from_args: Callable[[argparse.Namespace], Any],
 ) -> None:
-    """Add ``exact-dedup`` and ``fuzzy-dedup`` to ``subparsers``.
+    """Add ``exact-dedup``, ``fuzzy-dedup`` and ``semantic-dedup`` to ``subparsers``.
 
     ``add_cluster_args(parser)`` adds the cluster flags; ``client_from_args(args)`` is a
     context manager yielding a distributed Client (or None for the local scheduler).
     """
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("input", nargs="+", help="JSONL/Parquet files, a directory or a glob")
-    common.add_argument("--output", required=True, help="output directory")
-    common.add_argument("--text-column", default="text", help="column holding the text")
-    common.add_argument("--id-column", default="id", help="column holding the document id")
-    common.add_argument(
-        "--blocksize",
-        default=None,
-        help="input partition size, e.g. 256MB (default: curator.io.blocksize)",
-    )
-    common.add_argument(
-        "--perform-removal",
-        action="store_true",
-        help="also write the deduplicated dataset to OUTPUT/deduplicated/",
-    )
-
-    ex = subparsers.add_parser(
-        "exact-dedup", parents=[common], help="remove documents with identical text"
-    )
-    ex.add_argument(
-        "--hash-method", choices=HASH_METHODS, default="md5", help="hash of the normalised text"
-    )
-    ex.add_argument(
-        "--keep", choices=("first", "last"), default="first", help="which copy of a group stays"
-    )
-    add_cluster_args(ex)
-    ex.set_defaults(func=lambda a: _run_exact(a, client_from_args))
-
-    fz = subparsers.add_parser(
-        "fuzzy-dedup", parents=[common], help="remove near-duplicates (MinHash + LSH)"
-    )
-    fz.add_argument("--cache-dir", required=True, help="checkpoint directory (resumable)")
-    shingles = fz.add_mutually_exclusive_group()
-    shingles.add_argument(
-        "--char-ngrams", type=int, default=None, help="shingle on N characters (default: 24)"
-    )
-    shingles.add_argument(
-        "--word-ngrams", type=int, default=None, help="shingle on N words instead"
-    )
-    fz.add_argument("--num-bands", type=int, default=20, help="LSH bands (b)")
-    fz.add_argument("--minhashes-per-band", type=int, default=13, help="MinHashes per band (r)")
-    fz.add_argument(
-        "--bands-per-iteration",
-        type=int,
-        default=None,
-        help="bands shuffled together (default: planned from the cluster's memory)",
-    )
-    fz.add_argument(
-        "--jaccard-threshold", type=float, default=0.8, help="similarity that makes a duplicate"
-    )
-    fz.add_argument("--seed", type=int, default=42, help="seed of the MinHash permutations")
-    fz.add_argument(
-        "--use-64-bit-hash", action="store_true", help="64-bit instead of 32-bit MinHashes"
-    )
-    fz.add_argument(
-        "--false-positive-check",
-        action="store_true",
-        help="compute the exact Jaccard of candidate pairs and drop those below the threshold",
-    )
-    fz.add_argument(
-        "--keep",
-        choices=("first", "longest"),
-        default="first",
-        help="which document of a group stays",
-    )
-    add_cluster_args(fz)
-    fz.set_defaults(func=lambda a: _run_fuzzy(a, client_from_args))
+    add_workflow_command(
+        subparsers, "exact-dedup", ExactParams,
+        "curator_dask.dedup.exact:ExactDeduplicationWorkflow",
+        "remove documents with identical text", add_cluster_args, client_from_args,
+        choices={"keep": ("first", "last")},
+    )  # fmt: skip
+    add_workflow_command(
+        subparsers, "fuzzy-dedup", FuzzyParams,
+        "curator_dask.dedup.fuzzy:FuzzyDeduplicationWorkflow",
+        "remove near-duplicates (MinHash + LSH)", add_cluster_args, client_from_args,
+        required=("output_path", "cache_path"), choices={"keep": ("first", "longest")},
+    )  # fmt: skip
 
 
-def _print(summary: dict[str, Any]) -> None:
+def _run(
+    workflow: str, args: argparse.Namespace, dests: list[str], client_from_args: Callable[..., Any]
+) -> int:
+    module, name = workflow.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    options = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
+    with client_from_args(args) as client:
+        result = cls(input_path=args.input, client=client, **options).run()  # type: ignore[call-arg]
     print(
-        f"documents read: {summary['documents']}  duplicate groups: "
-        f"{summary['duplicate_groups']}  removed: {summary['removed']}"
+        f"documents read: {result.documents + result.quarantined}  quarantined: "
+        f"{result.quarantined}  duplicate groups: {result.duplicate_groups}  "
+        f"removed: {result.removed}"
     )
-    print(f"removed ids: {summary['removed_ids']}")
-    print(json.dumps({"seconds": summary.get("seconds")}))
-
-
-def _run_exact(args: argparse.Namespace, client_from_args: Callable[..., Any]) -> int:
-    from curator_dask.dedup.exact import ExactDeduplicationWorkflow
-
-    with client_from_args(args) as client:
-        summary = ExactDeduplicationWorkflow(
-            input_path=args.input,
-            output_path=args.output,
-            text_column=args.text_column,
-            id_column=args.id_column,
-            input_blocksize=args.blocksize,
-            hash_method=args.hash_method,
-            keep=args.keep,
-            perform_removal=args.perform_removal,
-            client=client,
-        ).run()
-    _print(summary)
-    return 0
-
-
-def _run_fuzzy(args: argparse.Namespace, client_from_args: Callable[..., Any]) -> int:
-    from curator_dask.dedup.fuzzy import FuzzyDeduplicationWorkflow
-
-    char = args.char_ngrams if args.word_ngrams is None else None
-    with client_from_args(args) as client:
-        summary = FuzzyDeduplicationWorkflow(
-            input_path=args.input,
-            cache_path=args.cache_dir,
-            output_path=args.output,
-            text_column=args.text_column,
-            id_column=args.id_column,
-            input_blocksize=args.blocksize,
-            char_ngrams=char if char is not None else 24,
-            word_ngrams=args.word_ngrams,
-            num_bands=args.num_bands,
-            minhashes_per_band=args.minhashes_per_band,
-            bands_per_iteration=args.bands_per_iteration,
-            use_64_bit_hash=args.use_64_bit_hash,
-            seed=args.seed,
-            jaccard_threshold=args.jaccard_threshold,
-            false_positive_check=args.false_positive_check,
-            keep=args.keep,
-            perform_removal=args.perform_removal,
-            client=client,
-        ).run()
-    _print(summary)
+    print(f"removed ids: {result.paths['removed_ids']}")
+    print(json.dumps({"seconds": result.seconds}))
     return 0

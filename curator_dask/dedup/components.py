@@ -3,7 +3,7 @@
 Two paths, same result (every vertex labelled with the smallest vertex of its component):
 
 - in memory: when the edge list has at most ``curator.dedup.components-in-memory-max-edges``
-  rows it is collected and solved with :func:`scipy.sparse.csgraph.connected_components`;
+  rows it is collected and solved with a union-find (numba, a core dependency: no scipy);
 - distributed: alternating *large-star* and *small-star* rounds (Kiveris et al., "Connected
   Components in MapReduce and Beyond", SoCC 2014), each a shuffle of the edges on their first
   vertex and a per-partition pandas reduction, until the edge set stops changing. At the fixed
@@ -13,24 +13,42 @@ Two paths, same result (every vertex labelled with the smallest vertex of its co
 
 from __future__ import annotations
 
-import os
-import shutil
 from typing import Any
 
 import dask
 import dask.dataframe as dd
+import numba
 import numpy as np
 import pandas as pd
 
 from curator_dask import config
+from curator_dask.dedup._base import join, remove_tree
 from curator_dask.dedup._common import shuffle_method
+
+
+@numba.njit(nogil=True, cache=True)
+def _union_find(a, b, n):  # pragma: no cover - compiled
+    parent = np.arange(n)
+    for k in range(len(a)):
+        x, y = a[k], b[k]
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x != y:  # the smaller index becomes the root: roots are component minima
+            if x < y:
+                parent[y] = x
+            else:
+                parent[x] = y
+    for i in range(n):
+        parent[i] = parent[parent[i]]
+    return parent
 
 
 def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     """Label the vertices of edges ``(u, v)`` with their component's smallest vertex."""
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)
     nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
@@ -38,13 +56,10 @@ def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     if n == 0:
         return pd.DataFrame({"uid": np.zeros(0, np.int64), "label": np.zeros(0, np.int64)})
     m = len(u)
-    graph = sp.coo_matrix((np.ones(m, dtype=np.int8), (inv[:m], inv[m:])), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
-    # nodes are sorted, so the first node of each component is its minimum
-    first = np.full(comp.max() + 1, -1, dtype=np.int64)
-    order = np.arange(n)[::-1]
-    first[comp[order]] = order
-    return pd.DataFrame({"uid": nodes, "label": nodes[first[comp]]})
+    # roots are always the smallest index of their tree, and nodes are sorted, so each
+    # root is its component's minimum; after the final pass every node points at it
+    root = _union_find(inv[:m].astype(np.int64), inv[m:].astype(np.int64), n)
+    return pd.DataFrame({"uid": nodes, "label": nodes[root]})
 
 
 def _large_star(part: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +109,11 @@ _EDGE_META = pd.DataFrame({"u": pd.Series([], dtype="int64"), "v": pd.Series([],
 
 
 def components_distributed(
-    edges: Any, work_dir: str, max_rounds: int = 100, client: Any = None
+    edges: Any,
+    work_dir: str,
+    max_rounds: int = 100,
+    client: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> dd.DataFrame:
     """Large-star / small-star connected components; returns a lazy ``uid, label`` frame.
 
@@ -120,13 +139,13 @@ def components_distributed(
         ss = ss.shuffle(on=["u", "v"], npartitions=npart, method=method).map_partitions(
             lambda p: p.drop_duplicates(), meta=_EDGE_META
         )
-        out = os.path.join(work_dir, f"round-{rnd:03d}")
-        ss.to_parquet(out, write_index=False, overwrite=True)
-        cur = dd.read_parquet(out)
+        out = join(work_dir, f"round-{rnd:03d}")
+        ss.to_parquet(out, write_index=False, overwrite=True, storage_options=storage_options)
+        cur = dd.read_parquet(out, storage_options=storage_options)
         sums = cur.map_partitions(_checksum, meta=pd.DataFrame({"n": [0], "s": [0]})).compute()
         state = (int(sums["n"].sum()), int(np.bitwise_xor.reduce(sums["s"].to_numpy())))
         if rnd:
-            shutil.rmtree(os.path.join(work_dir, f"round-{rnd - 1:03d}"), ignore_errors=True)
+            remove_tree(join(work_dir, f"round-{rnd - 1:03d}"), storage_options)
         if state == prev:
             break
         prev = state
@@ -149,13 +168,17 @@ def components_distributed(
 
 
 def connected_components(
-    edges: Any, work_dir: str, client: Any = None, max_in_memory_edges: int | None = None
+    edges: Any,
+    work_dir: str,
+    client: Any = None,
+    max_in_memory_edges: int | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> dd.DataFrame:
     """Connected components of ``edges`` (dask dataframe ``u, v``): lazy ``uid, label``.
 
     Small edge lists (``<= max_in_memory_edges``, default from
-    ``curator.dedup.components-in-memory-max-edges``) are solved in memory with scipy,
-    larger ones with :func:`components_distributed`.
+    ``curator.dedup.components-in-memory-max-edges``) are solved in memory (union-find),
+    larger ones with :func:`components_distributed` (rounds written under ``work_dir``).
     """
     limit = (
         max_in_memory_edges
@@ -166,4 +189,4 @@ def connected_components(
     if n_edges <= limit:
         e = edges[["u", "v"]].compute()
         return dd.from_pandas(components_in_memory(e["u"], e["v"]), npartitions=1)
-    return components_distributed(edges, work_dir, client=client)
+    return components_distributed(edges, work_dir, client=client, storage_options=storage_options)

@@ -7,29 +7,30 @@ every group of identical texts lands in one partition, and one document per grou
 from __future__ import annotations
 
 import hashlib
-import os
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numba
 import numpy as np
 import pandas as pd
 
 from curator_dask import _backend
+from curator_dask.dedup._base import (
+    DedupResult,
+    join,
+    read_parquet_dir,
+    remove_tree,
+    write_frame,
+)
 from curator_dask.dedup._common import (
-    choose_keepers,
-    read_input,
-    remove_documents,
-    removed_meta,
+    DedupWorkflow,
+    group_members,
+    members_meta,
     shuffle_method,
     with_uid,
-    write_removed,
 )
+from curator_dask.dedup._params import HASH_METHODS, ExactParams
 from curator_dask.dedup.minhash import _fmix64, utf8_buffers
-
-HASH_METHODS = ("md5", "xxh128", "fast128")
 
 _P1 = np.uint64(0x9E3779B185EBCA87)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -114,55 +115,29 @@ def _hash_part(
 def _groups_part(part: pd.DataFrame, keep: str) -> pd.DataFrame:
     part = part[part.duplicated(["_h0", "_h1"], keep=False).to_numpy()]
     label = part.groupby(["_h0", "_h1"], sort=False).ngroup().to_numpy()
-    return choose_keepers(part.assign(label=label), keep)
+    return group_members(part.assign(label=label), keep)
 
 
 @dataclass
-class ExactDeduplicationWorkflow:
-    """Remove documents whose text is byte-identical to another's.
-
-    Parameters
-    ----------
-    input_path : str or list of str, optional
-        JSONL or Parquet files, a directory or a glob. Or give ``df``.
-    output_path : str
-        Where ``removed_ids/`` (and ``deduplicated/``) are written.
-    text_column, id_column : str
-        Columns holding the text and the document id (ids must be unique).
-    input_blocksize : int or str, optional
-        Partition size for the reader; default ``curator.io.blocksize``.
-    hash_method : {"md5", "xxh128", "fast128"}
-        128-bit hash of the UTF-8 text. Identical texts always share a hash; different
-        texts collide with probability ~ n^2 / 2^129.
-    keep : {"first", "last"}
-        Which document of a group survives: the smallest id (``"first"``) or the largest.
-    perform_removal : bool
-        Also write the dataset without the removed documents.
-    df : dask.dataframe.DataFrame, optional
-        The input as a dask frame instead of ``input_path``.
-    client : distributed.Client, optional
-        Run on this client; otherwise on the active dask scheduler.
-
+class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
+    __doc__ = (
+        (ExactParams.__doc__ or "").replace(
+            "Parameters of :class:`~curator_dask.dedup.ExactDeduplicationWorkflow`.",
+            "Remove documents whose text is byte-identical to another's.",
+        )
+        + """
     Examples
     --------
     >>> import dask.dataframe as dd, pandas as pd, tempfile
     >>> df = dd.from_pandas(pd.DataFrame({"id": ["a", "b", "c"], "text": ["x", "y", "x"]}),
     ...                     npartitions=2)
     >>> out = tempfile.mkdtemp()
-    >>> ExactDeduplicationWorkflow(output_path=out, df=df).run()["removed"]
+    >>> ExactDeduplicationWorkflow(output_path=out, df=df).run().removed
     1
     """
+    )
 
-    input_path: str | Sequence[str] | None = None
-    output_path: str = "exact_dedup_output"
-    text_column: str = "text"
-    id_column: str = "id"
-    input_blocksize: int | str | None = None
-    hash_method: str = "md5"
-    keep: str = "first"
-    perform_removal: bool = False
-    df: Any = field(default=None, repr=False)
-    client: Any = field(default=None, repr=False)
+    method: ClassVar[str] = "exact-dedup"
 
     def __post_init__(self) -> None:
         if self.hash_method not in HASH_METHODS:
@@ -170,10 +145,9 @@ class ExactDeduplicationWorkflow:
         if self.keep not in ("first", "last"):
             raise ValueError(f"keep must be 'first' or 'last', got {self.keep!r}")
 
-    def removed(self) -> Any:
-        """The lazy dask frame of removed documents: ``id, group, _uid``."""
-        df = self._input()
-        hashed = df.map_partitions(
+    def hashes(self, df: Any) -> Any:
+        """The lazy frame ``id, _h0, _h1, _uid``: each document's 128-bit text hash."""
+        return df.map_partitions(
             _hash_part,
             self.text_column,
             self.id_column,
@@ -187,46 +161,38 @@ class ExactDeduplicationWorkflow:
                 }
             ),
         )
+
+    def members(self, hashed: Any) -> Any:
+        """Every duplicate group's members, ``id, group, _uid, removed``, from the hashes."""
         shuffled = hashed.shuffle(on="_h0", method=shuffle_method(self.client))
         return shuffled.map_partitions(
-            _groups_part, self.keep, meta=removed_meta(df._meta[self.id_column].dtype)
+            _groups_part, self.keep, meta=members_meta(hashed._meta["id"].dtype)
         )
 
-    def _input(self) -> Any:
-        return read_input(
-            self.input_path, self.df, self.text_column, self.id_column, self.input_blocksize
-        )
-
-    def run(self) -> dict[str, Any]:
+    def run(self) -> DedupResult:
         """Compute and write the result.
 
         Writes ``<output_path>/removed_ids/*.parquet`` (columns ``id``: the id as read,
-        ``group``: the id of the document kept for that text), one row per removed document,
-        and with ``perform_removal`` the kept documents to ``<output_path>/deduplicated/``.
+        ``group``: the id of the document kept for that text), one row per removed document;
+        with ``duplicate_groups`` every member to ``duplicate_groups/``; with
+        ``perform_removal`` the kept documents to ``deduplicated/``; bad input records to
+        ``_quarantine/``. Each directory appears whole, with a ``_SUCCESS`` marker. Scratch
+        files (the hashes) go to ``<output_path>/_work/`` and are removed at the end.
 
         Returns
         -------
-        dict
-            ``documents``, ``duplicate_groups``, ``removed``, ``seconds`` and the paths.
+        DedupResult
+            Counts (``documents``, ``quarantined``, ``duplicate_groups``, ``removed``),
+            ``seconds`` per step and ``paths``.
         """
-        t0 = time.perf_counter()
-        os.makedirs(self.output_path, exist_ok=True)
-        work = os.path.join(self.output_path, "_work")
-        df = self._input()
-        n_docs = len(df)
-        removed_dir, n_removed, n_groups = write_removed(
-            self.removed(), self.output_path, work if self.perform_removal else None
-        )
-        summary: dict[str, Any] = {
-            "documents": int(n_docs),
-            "duplicate_groups": n_groups,
-            "removed": n_removed,
-            "removed_ids": removed_dir,
-        }
-        if self.perform_removal:
-            import dask.dataframe as dd
-
-            uids = dd.read_parquet(os.path.join(work, "removed_uids"))
-            summary["deduplicated"] = remove_documents(df, uids, self.output_path, self.client)
-        summary["seconds"] = round(time.perf_counter() - t0, 3)
-        return summary
+        run = self._begin()
+        so = run.storage_options
+        run.input.quarantine_path = join(run.work_path, "quarantine")
+        hdir = join(run.work_path, "hashes")
+        with run.reporter.step("hash"):
+            df = run.input.frame()
+            n_docs = write_frame(self.hashes(df), hdir, run.reporter, "hash", so)
+        hashed = read_parquet_dir(hdir, so, self.hashes(df)._meta)
+        result = self._finish(run, self.members(hashed), n_docs, run.work_path)
+        remove_tree(run.work_path, so)
+        return result

@@ -15,40 +15,42 @@ Steps, each a dask computation whose output is checkpointed under ``cache_path``
 
 from __future__ import annotations
 
-import glob
-import json
-import os
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 from dask.base import tokenize
 
 from curator_dask import _backend, config
+from curator_dask.dedup._base import (
+    DedupResult,
+    StepCache,
+    count_rows,
+    join,
+    parquet_files,
+    read_parquet_dir,
+    write_frame,
+    write_parquet_atomic,
+)
 from curator_dask.dedup._common import (
     UID_SHIFT,
-    choose_keepers,
-    input_fingerprint,
-    is_done,
-    mark_done,
-    read_done,
-    read_input,
-    remove_documents,
-    removed_meta,
-    scheduler_for,
+    DedupWorkflow,
+    Run,
+    group_members,
+    members_meta,
     shuffle_method,
     with_uid,
-    write_parquet_atomic,
-    write_removed,
 )
+from curator_dask.dedup._params import BAND_SHAPES, FuzzyParams
 from curator_dask.dedup.components import connected_components
-from curator_dask.dedup.lsh import band_hashes, bucket_edges, verify_buckets
+from curator_dask.dedup.lsh import (
+    band_hashes,
+    bands_for_threshold,
+    bucket_edges,
+    verify_buckets,
+)
 from curator_dask.dedup.minhash import (
     minhash_permutations,
     minhash_signatures,
@@ -78,7 +80,12 @@ class _SigParams:
 
 
 def _minhash_partition(
-    part: Any, index: int, p: _SigParams, path: str, device: str = "auto"
+    part: Any,
+    index: int,
+    p: _SigParams,
+    path: str,
+    device: str = "auto",
+    storage_options: dict[str, Any] | None = None,
 ) -> int:
     gpu = device == "gpu" or (device == "auto" and not isinstance(part, pd.DataFrame))
     pdf = _backend.to_pandas(part[[p.id_column, p.text_column]])
@@ -109,7 +116,7 @@ def _minhash_partition(
     for k in range(p.num_bands):
         cols[_band_col(k)] = bands[:, k]
     frame = pd.DataFrame(cols).astype({"id": pdf[p.id_column].dtype})
-    write_parquet_atomic(frame, path)
+    write_parquet_atomic(frame, path, storage_options)
     return n
 
 
@@ -173,57 +180,26 @@ def _verify_part(
 
 
 _EDGES_META = pd.DataFrame({"u": pd.Series([], dtype="int64"), "v": pd.Series([], dtype="int64")})
+_STAR_META = pd.DataFrame(
+    {
+        "bucket": pd.Series([], dtype="int64"),
+        "anchor": pd.Series([], dtype="int64"),
+        "uid": pd.Series([], dtype="int64"),
+    }
+)
+_LABELS_META = pd.DataFrame(
+    {"uid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")}
+)
 
 
 @dataclass
-class FuzzyDeduplicationWorkflow:
-    """Find and remove near-duplicate documents with MinHash and LSH.
-
-    Parameters
-    ----------
-    input_path : str or list of str, optional
-        JSONL or Parquet files, a directory or a glob. Or give ``df``.
-    cache_path : str
-        Where intermediate results are checkpointed (see "Cache and resume" in
-        ``docs/dedup.md``). Keyed by the input and the parameters: a changed parameter never
-        reuses stale results; a restarted run continues where it stopped.
-    output_path : str
-        Where ``removed_ids/`` (and ``deduplicated/``) are written.
-    text_column, id_column : str
-        Text and (unique) document id columns.
-    input_blocksize : int or str, optional
-        Partition size for the reader.
-    char_ngrams : int, optional
-        Character shingle length (raw text unless ``normalization="simple"``); used when
-        ``word_ngrams`` is None.
-    word_ngrams : int, optional
-        Word shingle length after the ``"simple"`` normalisation (NFKC, lower-case,
-        ``[\\W_]+`` -> space); a document with fewer tokens gets one shingle, all its tokens.
-    num_bands, minhashes_per_band : int
-        LSH bands and MinHash values per band (see :mod:`curator_dask.dedup.lsh`).
-    bands_per_iteration : int, optional
-        Bands bucketed per LSH pass; default ``curator.dedup.bands-per-iteration`` or the
-        memory planner (:func:`curator_dask.dedup.planner.plan_lsh`).
-    use_64_bit_hash : bool
-        64-bit MinHash values (fewer collisions, twice the memory) instead of 32-bit.
-    seed : int
-        Seed of the MinHash functions.
-    jaccard_threshold : float
-        Similarity threshold of the candidate check.
-    false_positive_check : bool
-        Verify every candidate pair's exact Jaccard before it becomes an edge.
-    keep : {"first", "longest"}
-        Survivor of each duplicate group: smallest id, or most characters (ties: smallest id).
-    perform_removal : bool
-        Also write the dataset without the removed documents.
-    normalization : {"simple", "none"}, optional
-        Text normalisation before shingling; default ``"simple"`` for words, ``"none"``
-        for characters.
-    df : dask.dataframe.DataFrame, optional
-        Input frame instead of ``input_path``.
-    client : distributed.Client, optional
-        Run on this client; otherwise on the active dask scheduler.
-
+class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
+    __doc__ = (
+        (FuzzyParams.__doc__ or "").replace(
+            "Parameters of :class:`~curator_dask.dedup.FuzzyDeduplicationWorkflow`.",
+            "Find and remove near-duplicate documents with MinHash and LSH.",
+        )
+        + """
     Examples
     --------
     >>> import dask.dataframe as dd, pandas as pd, tempfile
@@ -235,112 +211,111 @@ class FuzzyDeduplicationWorkflow:
     >>> wf.run()["removed"]
     1
     """
+    )
 
-    input_path: str | Sequence[str] | None = None
-    cache_path: str = "fuzzy_dedup_cache"
-    output_path: str = "fuzzy_dedup_output"
-    text_column: str = "text"
-    id_column: str = "id"
-    input_blocksize: int | str | None = None
-    char_ngrams: int | None = 24
-    word_ngrams: int | None = None
-    num_bands: int = 20
-    minhashes_per_band: int = 13
-    bands_per_iteration: int | None = None
-    use_64_bit_hash: bool = False
-    seed: int = 42
-    jaccard_threshold: float = 0.8
-    false_positive_check: bool = False
-    keep: str = "first"
-    perform_removal: bool = False
-    normalization: str | None = None
-    df: Any = field(default=None, repr=False)
-    client: Any = field(default=None, repr=False)
+    method: ClassVar[str] = "fuzzy-dedup"
     stats: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.word_ngrams is None and self.char_ngrams is None:
-            raise ValueError("give char_ngrams or word_ngrams")
-        for name in ("num_bands", "minhashes_per_band"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1")
+        for name in ("num_bands", "minhashes_per_band", "char_ngrams", "word_ngrams"):
+            value = getattr(self, name)
+            if value is not None and int(value) < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         if self.bands_per_iteration is not None and self.bands_per_iteration < 1:
             raise ValueError("bands_per_iteration must be >= 1")
         if not 0.0 < self.jaccard_threshold <= 1.0:
             raise ValueError(f"jaccard_threshold must be in (0, 1], got {self.jaccard_threshold}")
         if self.keep not in _KEEP:
             raise ValueError(f"keep must be one of {_KEEP}, got {self.keep!r}")
+        if self.band_shape is not None and self.band_shape not in BAND_SHAPES:
+            raise ValueError(
+                f"band_shape must be one of {tuple(BAND_SHAPES)}, got {self.band_shape!r}"
+            )
+        self._run_obj: Run | None = None
 
     # -- parameters and cache layout ---------------------------------------------------
+    def bands(self) -> tuple[int, int]:
+        """``(num_bands, minhashes_per_band)``: as given, else ``band_shape``'s, else the
+        shape that follows from ``jaccard_threshold`` (:func:`.lsh.bands_for_threshold`)."""
+        if self.band_shape is not None:
+            b, r = BAND_SHAPES[self.band_shape]
+        else:
+            b, r = bands_for_threshold(self.jaccard_threshold, self.false_positive_check)
+        return int(self.num_bands or b), int(self.minhashes_per_band or r)
+
     @property
     def _sig_params(self) -> _SigParams:
-        kind: Literal["word", "char"] = "word" if self.word_ngrams is not None else "char"
-        ngram = int(self.word_ngrams if kind == "word" else self.char_ngrams)  # type: ignore[arg-type]
+        kind: Literal["word", "char"] = "char"
+        ngram = int(self.char_ngrams or 24)
+        if self.word_ngrams is not None or self.char_ngrams is None:
+            kind, ngram = "word", int(self.word_ngrams or 5)
         norm = self.normalization or ("simple" if kind == "word" else "none")
+        b, r = self.bands()
         return _SigParams(
-            kind,
-            ngram,
-            norm,
-            int(self.num_bands),
-            int(self.minhashes_per_band),
-            int(self.seed),
-            bool(self.use_64_bit_hash),
-            self.text_column,
-            self.id_column,
-        )
+            kind, int(ngram), norm, b, r, int(self.seed), bool(self.use_64_bit_hash),
+            self.text_column, self.id_column,
+        )  # fmt: skip
+
+    def _run(self) -> Run:
+        if self._run_obj is None:
+            self._run_obj = self._begin()
+            # the cache is keyed by the input: resolve its root now, quarantine under it
+            root = self._cache_root(self._run_obj)
+            self._run_obj.steps = StepCache(root, self.storage_options)
+            self._run_obj.input.quarantine_path = join(root, "quarantine")
+        return self._run_obj
+
+    def _cache_root(self, run: Run) -> str:
+        from curator_dask.dedup._base import resolve_path
+
+        key = tokenize(run.input.fingerprint(), str(self.input_blocksize), self._sig_params)
+        return join(resolve_path(self.cache_path), f"fuzzy-{key[:16]}")
 
     def cache_dir(self) -> str:
         """The cache directory of this input and these signature parameters."""
-        key = tokenize(
-            input_fingerprint(self.input_path, self.df),
-            str(self.input_blocksize),
-            self._sig_params,
-        )
-        return os.path.join(self.cache_path, f"fuzzy-{key[:16]}")
+        return self._run().steps.root
 
     def _input(self) -> Any:
-        return read_input(
-            self.input_path, self.df, self.text_column, self.id_column, self.input_blocksize
-        )
+        return self._run().input.frame()
 
     # -- step 1 -------------------------------------------------------------------------
     def compute_minhashes(self) -> str:
         """Step 1: write one Parquet file of band hashes per input partition; resumable."""
-        root = self.cache_dir()
-        out = os.path.join(root, "minhash")
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(root, "manifest.json"), "w") as f:
-            json.dump(
-                {
-                    "input": self.input_path if self.df is None else "<dask dataframe>",
-                    "params": self._sig_params.__dict__,
-                    "input_blocksize": str(self.input_blocksize),
-                },
-                f,
-                indent=1,
-                default=str,
-            )
-        if is_done(out):
+        run = self._run()
+        so = self.storage_options
+        out = join(run.steps.root, "minhash")
+        if run.steps.is_done(out):
             self.stats["minhash_partitions_computed"] = 0
             return out
         df = self._input()
         parts = df.to_delayed()
         p = self._sig_params
-        paths = [os.path.join(out, f"part-{i:05d}.parquet") for i in range(len(parts))]
-        todo = [i for i in range(len(parts)) if not os.path.exists(paths[i])]
+        paths = [join(out, f"part-{i:05d}.parquet") for i in range(len(parts))]
+        have = set(parquet_files(out, so))
+        todo = [i for i in range(len(parts)) if paths[i] not in have]
         # where signatures are computed changes speed, not results: config, not a parameter
         device = str(config.get("dedup.minhash-device", "auto"))
         if device not in ("auto", "cpu", "gpu"):
             raise ValueError(f"curator.dedup.minhash-device must be auto|cpu|gpu, got {device!r}")
-        tasks = [dask.delayed(_minhash_partition)(parts[i], i, p, paths[i], device) for i in todo]
-        dask.compute(*tasks)
-        docs = sum(pq.ParquetFile(x).metadata.num_rows for x in paths)
-        mark_done(out, {"partitions": len(parts), "documents": int(docs)})
+        tasks = [
+            dask.delayed(_minhash_partition)(parts[i], i, p, paths[i], device, so) for i in todo
+        ]
+        run.reporter.compute(tasks, "minhash")
+        docs = count_rows(paths, so)
+        run.steps.mark_done(
+            out,
+            {
+                "partitions": len(parts),
+                "documents": int(docs),
+                "input": run.input.describe(),
+                "params": p.__dict__,
+            },
+        )
         self.stats["minhash_partitions_computed"] = len(todo)
         return out
 
     def _minhash_files(self) -> list[str]:
-        return sorted(glob.glob(os.path.join(self.cache_dir(), "minhash", "part-*.parquet")))
+        return parquet_files(join(self.cache_dir(), "minhash"), self.storage_options)
 
     # -- step 2 -------------------------------------------------------------------------
     def plan(self, num_docs: int) -> int:
@@ -352,22 +327,29 @@ class FuzzyDeduplicationWorkflow:
         if configured is not None:
             return int(configured)
         n_workers, memory = cluster_memory(self.client)
-        plan = plan_lsh(num_docs, self.num_bands, n_workers, memory)
+        plan = plan_lsh(num_docs, self.bands()[0], n_workers, memory)
         self.stats["plan"] = plan.to_dict()
         return plan.bands_per_iteration
 
     def band_groups(self, num_docs: int) -> list[tuple[int, int]]:
         """The ``[first, last)`` band ranges of the LSH passes."""
-        bpi = min(self.plan(num_docs), self.num_bands)
-        return [(a, min(a + bpi, self.num_bands)) for a in range(0, self.num_bands, bpi)]
+        nb = self.bands()[0]
+        bpi = min(self.plan(num_docs), nb)
+        return [(a, min(a + bpi, nb)) for a in range(0, nb, bpi)]
 
     def _group_dir(self, group: tuple[int, int]) -> str:
-        return os.path.join(self.cache_dir(), "lsh", f"bands-{group[0]:03d}-{group[1]:03d}")
+        return join(self.cache_dir(), "lsh", f"bands-{group[0]:03d}-{group[1]:03d}")
 
     def _run_band_group(self, group: tuple[int, int]) -> None:
+        run = self._run()
+        so = self.storage_options
         cols = [_band_col(k) for k in range(*group)]
-        files = self._minhash_files()
-        sig = dd.read_parquet(files, columns=["_uid", "n_shingles", *cols])
+        meta = pd.DataFrame(
+            {c: pd.Series([], dtype="int64") for c in ["_uid", "n_shingles", *cols]}
+        )
+        sig = read_parquet_dir(
+            join(self.cache_dir(), "minhash"), so, meta, ["_uid", "n_shingles", *cols]
+        )
         rows = sig.map_partitions(
             _melt_bands,
             cols,
@@ -376,53 +358,46 @@ class FuzzyDeduplicationWorkflow:
             ),
         )
         shuffled = rows.shuffle(on="bucket", method=shuffle_method(self.client))
-        edges = shuffled.map_partitions(
-            _edges_part,
-            meta=pd.DataFrame(
-                {
-                    "bucket": pd.Series([], dtype="int64"),
-                    "anchor": pd.Series([], dtype="int64"),
-                    "uid": pd.Series([], dtype="int64"),
-                }
-            ),
-        )
+        edges = shuffled.map_partitions(_edges_part, meta=_STAR_META)
         out = self._group_dir(group)
-        edges.to_parquet(os.path.join(out, "edges"), write_index=False, overwrite=True)
-        mark_done(out, {"bands": list(group)})
+        write_frame(edges, join(out, "edges"), run.reporter, f"bands {group[0]}-{group[1] - 1}", so)
+        run.steps.mark_done(out, {"bands": list(group)})
 
     def compute_lsh(self, num_docs: int) -> list[str]:
         """Step 2: bucket each band group; skip groups already done. Returns their dirs."""
+        run = self._run()
         done = 0
         dirs = []
-        for group in self.band_groups(num_docs):
+        groups = self.band_groups(num_docs)
+        counter = run.reporter.counter("lsh", len(groups), "band groups")
+        for group in groups:
             d = self._group_dir(group)
-            if not is_done(d):
+            if not run.steps.is_done(d):
                 self._run_band_group(group)
                 done += 1
             dirs.append(d)
+            counter.tick()
         self.stats["lsh_groups_computed"] = done
         self.stats["lsh_groups"] = len(dirs)
         return dirs
 
     def _edge_rows(self, group_dirs: list[str]) -> Any:
-        files = sorted(
-            f for d in group_dirs for f in glob.glob(os.path.join(d, "edges", "*.parquet"))
-        )
-        meta = pd.DataFrame(
-            {
-                "bucket": pd.Series([], dtype="int64"),
-                "anchor": pd.Series([], dtype="int64"),
-                "uid": pd.Series([], dtype="int64"),
-            }
-        )
-        return dd.read_parquet(files) if files else dd.from_pandas(meta, npartitions=1)
+        import dask.dataframe as dd
+
+        so = self.storage_options
+        files = sorted(f for d in group_dirs for f in parquet_files(join(d, "edges"), so))
+        if not files:
+            return dd.from_pandas(_STAR_META, npartitions=1)
+        return dd.read_parquet(files, storage_options=so)
 
     # -- step 3 -------------------------------------------------------------------------
     def verify_candidates(self, group_dirs: list[str]) -> str:
         """Step 3: verified edges ``u, v`` (exact Jaccard >= threshold); resumable."""
-        key = tokenize(self.jaccard_threshold, [os.path.basename(d) for d in group_dirs])
-        out = os.path.join(self.cache_dir(), f"verify-{key[:12]}")
-        if is_done(out):
+        run = self._run()
+        so = self.storage_options
+        groups = [d.rsplit("/", 1)[-1] for d in group_dirs]
+        out = run.steps.dir("verify", self.jaccard_threshold, groups)
+        if run.steps.is_done(out):
             self.stats["verify_computed"] = 0
             return out
         method = shuffle_method(self.client)
@@ -463,96 +438,86 @@ class FuzzyDeduplicationWorkflow:
             float(self.jaccard_threshold),
             meta=_EDGES_META,
         )
-        edges.to_parquet(os.path.join(out, "edges"), write_index=False, overwrite=True)
-        mark_done(out, {"threshold": self.jaccard_threshold})
+        write_frame(edges, join(out, "edges"), run.reporter, "verify", so)
+        run.steps.mark_done(out, {"threshold": self.jaccard_threshold})
         self.stats["verify_computed"] = 1
         return out
 
     # -- steps 4 and 5 --------------------------------------------------------------------
     def _edges(self, group_dirs: list[str]) -> tuple[Any, str]:
+        run = self._run()
+        groups = [d.rsplit("/", 1)[-1] for d in group_dirs]
         if self.false_positive_check:
             vdir = self.verify_candidates(group_dirs)
-            files = sorted(glob.glob(os.path.join(vdir, "edges", "*.parquet")))
-            edges = dd.read_parquet(files) if files else dd.from_pandas(_EDGES_META, 1)
-            return edges, os.path.join(vdir, "components")
+            edges = read_parquet_dir(join(vdir, "edges"), self.storage_options, _EDGES_META)
+            return edges, join(vdir, "components")
         rows = self._edge_rows(group_dirs)
         edges = rows.map_partitions(
             lambda p: pd.DataFrame({"u": p["anchor"].to_numpy(), "v": p["uid"].to_numpy()}),
             meta=_EDGES_META,
         )
-        key = tokenize("star", [os.path.basename(d) for d in group_dirs])
-        return edges, os.path.join(self.cache_dir(), f"components-{key[:12]}")
+        return edges, run.steps.dir("components", "star", groups)
 
-    def removed(self, labels: Any) -> Any:
-        """Lazy frame ``id, group, _uid`` of removed documents, from component labels."""
+    def members(self, labels: Any) -> Any:
+        """Lazy frame ``id, group, _uid, removed`` of every group member, from the labels."""
+        meta = pd.DataFrame(
+            {
+                "_uid": pd.Series([], dtype="int64"),
+                "id": pd.Series([], dtype=object),
+                "n_chars": pd.Series([], dtype="int64"),
+            }
+        )
         method = shuffle_method(self.client)
-        meta_df = dd.read_parquet(self._minhash_files(), columns=["_uid", "id", "n_chars"])
+        meta_df = read_parquet_dir(
+            join(self.cache_dir(), "minhash"), self.storage_options, meta, ["_uid", "id", "n_chars"]
+        )
         joined = labels.merge(meta_df, left_on="uid", right_on="_uid", shuffle_method=method)
         id_dtype = meta_df._meta["id"].dtype
         return joined.shuffle(on="label", method=method).map_partitions(
-            choose_keepers, self.keep, meta=removed_meta(id_dtype)
+            group_members, self.keep, meta=members_meta(id_dtype)
         )
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> DedupResult:
         """Run all steps, reusing finished ones from ``cache_path``.
 
         Writes ``<output_path>/removed_ids/*.parquet`` with columns ``id`` (as read) and
         ``group`` (the id of the document kept for that duplicate group), one row per removed
-        document; with ``perform_removal`` the kept documents go to
-        ``<output_path>/deduplicated/``. Intermediate results go under
-        :meth:`cache_dir`.
+        document; with ``duplicate_groups`` every member to ``duplicate_groups/``; with
+        ``perform_removal`` the kept documents to ``deduplicated/``; quarantined input
+        records to ``_quarantine/``. Each output directory appears whole, with ``_SUCCESS``.
+        Intermediate results go under :meth:`cache_dir`.
 
         Returns
         -------
-        dict
-            ``documents``, ``duplicate_groups``, ``removed``, ``seconds`` per step,
-            ``bands_per_iteration`` and the paths.
+        DedupResult
+            Counts, ``seconds`` per step, ``paths``, and in ``details`` the band shape,
+            ``bands_per_iteration`` and ``cache_dir``.
         """
-        t0 = time.perf_counter()
-        seconds: dict[str, float] = {}
-        with scheduler_for(self.client):
+        self._run_obj = None
+        run = self._run()
+        r = run.reporter
+        so = self.storage_options
+        with r.step("minhash"):
             sig_dir = self.compute_minhashes()
-            seconds["minhash"] = time.perf_counter() - t0
-            num_docs = int(read_done(sig_dir)["documents"])
-            t = time.perf_counter()
+            num_docs = int(run.steps.read_done(sig_dir)["documents"])
+        with r.step("lsh"):
             group_dirs = self.compute_lsh(num_docs)
-            seconds["lsh"] = time.perf_counter() - t
-            t = time.perf_counter()
+        with r.step("verify" if self.false_positive_check else "edges"):
             edges, comp_dir = self._edges(group_dirs)
-            seconds["verify"] = time.perf_counter() - t
-            t = time.perf_counter()
-            labels_dir = os.path.join(comp_dir, "labels")
-            if not is_done(comp_dir):
-                labels = connected_components(edges, os.path.join(comp_dir, "work"), self.client)
-                labels.to_parquet(labels_dir, write_index=False, overwrite=True)
-                mark_done(comp_dir)
-            files = sorted(glob.glob(os.path.join(labels_dir, "*.parquet")))
-            lmeta = pd.DataFrame(
-                {"uid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")}
-            )
-            labels = dd.read_parquet(files) if files else dd.from_pandas(lmeta, npartitions=1)
-            seconds["components"] = time.perf_counter() - t
-            t = time.perf_counter()
-            os.makedirs(self.output_path, exist_ok=True)
-            work = os.path.join(self.output_path, "_work")
-            removed_dir, n_removed, n_groups = write_removed(
-                self.removed(labels), self.output_path, work if self.perform_removal else None
-            )
-            summary: dict[str, Any] = {
-                "documents": num_docs,
-                "duplicate_groups": n_groups,
-                "removed": n_removed,
-                "removed_ids": removed_dir,
-                "cache_dir": self.cache_dir(),
-                "bands_per_iteration": self.band_groups(num_docs)[0][1],
-            }
-            if self.perform_removal:
-                uids = dd.read_parquet(os.path.join(work, "removed_uids"))
-                summary["deduplicated"] = remove_documents(
-                    self._input(), uids, self.output_path, self.client
+        with r.step("components"):
+            labels_dir = join(comp_dir, "labels")
+            if not run.steps.is_done(comp_dir):
+                labels = connected_components(
+                    edges, join(comp_dir, "work"), self.client, storage_options=so
                 )
-            seconds["output"] = time.perf_counter() - t
-        summary["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
-        summary["seconds"]["total"] = round(time.perf_counter() - t0, 3)
-        summary["stats"] = dict(self.stats)
-        return summary
+                write_frame(labels, labels_dir, r, "labels", so)
+                run.steps.mark_done(comp_dir)
+            labels = read_parquet_dir(labels_dir, so, _LABELS_META)
+        b, rows = self.bands()
+        details = {
+            "band_shape": f"{b}x{rows}",
+            "bands_per_iteration": self.band_groups(num_docs)[0][1],
+            "cache_dir": self.cache_dir(),
+        }
+        work = run.steps.dir("output", comp_dir, self.keep)
+        return self._finish(run, self.members(labels), num_docs, work, details, self.stats)

@@ -42,6 +42,7 @@ import numba
 import numpy as np
 import pandas as pd
 
+from curator_dask.dedup._params import BAND_SHAPES as BAND_SHAPES  # the named shapes
 from curator_dask.dedup.minhash import POLY, _fmix64, jaccard_sorted
 
 _SEP = np.uint64(0x632BE59BD9B4E019)
@@ -84,6 +85,52 @@ def choose_bands(
                 best = (err, b, r)
     assert best is not None
     return best[1], best[2]
+
+
+#: MinHash values per signature when the shape is derived from a threshold.
+DEFAULT_NUM_HASHES = 240
+
+
+def recall_bands(
+    threshold: float, num_hashes: int = DEFAULT_NUM_HASHES, min_probability: float = 0.99
+) -> tuple[int, int]:
+    """The steepest ``(num_bands, minhashes_per_band)`` that still finds pairs at the threshold.
+
+    For use with the candidate check, where false candidates cost only verification time and
+    a missed pair is lost: the largest ``r`` (fewest false candidates) with
+    ``b = num_hashes // r`` such that ``P(candidate | s = threshold) >= min_probability``.
+
+    Examples
+    --------
+    >>> recall_bands(0.8)
+    (30, 8)
+    >>> recall_bands(0.5)
+    (80, 3)
+    """
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+    best = (num_hashes, 1)
+    for r in range(1, num_hashes + 1):
+        b = num_hashes // r
+        if b < 1:
+            break
+        if candidate_probability(threshold, b, r) >= min_probability:
+            best = (b, r)
+    return best
+
+
+def bands_for_threshold(threshold: float, false_positive_check: bool) -> tuple[int, int]:
+    """The default band shape for a Jaccard threshold.
+
+    With the candidate check: :func:`recall_bands` (``(30, 8)`` at 0.8). Without it, every
+    candidate becomes an edge, so false positives and misses weigh the same:
+    :func:`choose_bands` with equal weights over ``DEFAULT_NUM_HASHES`` hashes.
+    """
+    if threshold >= 1.0:
+        threshold = 0.999
+    if false_positive_check:
+        return recall_bands(threshold)
+    return choose_bands(threshold, DEFAULT_NUM_HASHES)
 
 
 @numba.njit(nogil=True, cache=True)

@@ -137,7 +137,7 @@ def test_resume_skips_finished_band_groups(tmp_path, monkeypatch):
     monkeypatch.setattr(fuzzy_mod.FuzzyDeduplicationWorkflow, "_run_band_group", real)
     resumed, s = _run(tmp_path / "r", df, bands_per_iteration=5)
     assert s["stats"]["minhash_partitions_computed"] == 0
-    assert s["stats"]["lsh_groups_computed"] == 2  # 4 groups, 2 finished before the kill
+    assert s["stats"]["lsh_groups_computed"] == 4  # 6 groups (30 bands), 2 finished before the kill
     assert resumed == full
 
 
@@ -161,7 +161,9 @@ def test_arguments_are_checked():
     with pytest.raises(ValueError, match="keep"):
         FuzzyDeduplicationWorkflow(keep="last")
     with pytest.raises(ValueError, match="ngrams"):
-        FuzzyDeduplicationWorkflow(char_ngrams=None)
+        FuzzyDeduplicationWorkflow(char_ngrams=0)
+    with pytest.raises(ValueError, match="band_shape"):
+        FuzzyDeduplicationWorkflow(band_shape="wide")
     with pytest.raises(ValueError, match="jaccard_threshold"):
         FuzzyDeduplicationWorkflow(jaccard_threshold=0)
 

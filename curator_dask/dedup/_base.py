@@ -1,0 +1,636 @@
+"""The skeleton every dedup workflow stands on.
+
+One input (the io readers' listing and format choice, or a dask frame), one fingerprint of it
+per run, one step-cache convention (a step directory named by a hash of what the step depends
+on, a ``_DONE`` marker, resume), one way to write a frame (a Parquet file per partition,
+written atomically, with a progress line), one result type and one progress reporter. Every
+path is resolved on the client to an absolute path or a URL, and every file goes through
+fsspec with the workflow's ``storage_options``, so local disks and ``s3://`` behave the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+import posixpath
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from dask.base import tokenize
+from dask.callbacks import Callback
+from fsspec.core import url_to_fs
+
+from curator_dask import config
+
+#: Formats a dedup input can have; chosen from the file suffixes unless given.
+INPUT_FORMATS = ("jsonl", "parquet")
+_OBJECT_STORES = {"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "oss"}
+_COMPRESSION = (".gz", ".zst", ".zstd", ".bz2", ".xz")
+
+
+# -- paths and files -------------------------------------------------------------------------
+def resolve_path(path: str | os.PathLike[str]) -> str:
+    """An absolute local path, or the URL unchanged (``s3://...``); done on the client."""
+    p = os.fspath(path)
+    if "://" in p:
+        return p
+    return os.path.abspath(os.path.expanduser(p))
+
+
+def join(base: str, *parts: str) -> str:
+    """Join path parts with ``/`` (local paths and URLs alike)."""
+    return posixpath.join(base.rstrip("/"), *parts)
+
+
+def get_fs(path: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
+    """``(filesystem, path within it)``."""
+    return url_to_fs(path, **(storage_options or {}))
+
+
+def _is_object_store(fs: Any) -> bool:
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    return bool(protocols & _OBJECT_STORES)
+
+
+def _full(fs: Any, name: str, like: str) -> str:
+    return fs.unstrip_protocol(name) if "://" in like else name
+
+
+def write_bytes_atomic(data: bytes, path: str, storage_options: dict[str, Any] | None) -> None:
+    """Write ``data`` to ``path`` so that it appears whole or not at all.
+
+    Local disks: a temporary name in the same directory, then a rename. Object stores: a
+    direct write (an object becomes visible only when its upload completes).
+    """
+    fs, p = get_fs(path, storage_options)
+    fs.makedirs(posixpath.dirname(p), exist_ok=True)
+    if _is_object_store(fs):
+        fs.pipe_file(p, data)
+        return
+    tmp = f"{p}.tmp-{uuid.uuid4().hex}"
+    try:
+        with fs.open(tmp, "wb") as f:
+            f.write(data)
+        fs.mv(tmp, p)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            fs.rm(tmp)
+        raise
+
+
+def write_parquet_atomic(
+    frame: pd.DataFrame,
+    path: str,
+    storage_options: dict[str, Any] | None = None,
+    schema: pa.Schema | None = None,
+) -> str:
+    """Write ``frame`` as one Parquet file at ``path``, atomically (see above)."""
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    write_bytes_atomic(sink.getvalue().to_pybytes(), path, storage_options)
+    return path
+
+
+def parquet_files(directory: str, storage_options: dict[str, Any] | None) -> list[str]:
+    """The ``*.parquet`` files directly in ``directory`` (not hidden, not temporary), sorted."""
+    fs, d = get_fs(directory, storage_options)
+    if not fs.isdir(d):
+        return []
+    names = [
+        n
+        for n in fs.ls(d, detail=False)
+        if n.endswith(".parquet") and not posixpath.basename(n).startswith(("_", "."))
+    ]
+    return sorted(_full(fs, n, directory) for n in names)
+
+
+def count_rows(files: Sequence[str], storage_options: dict[str, Any] | None) -> int:
+    """Rows in Parquet ``files`` (from their footers)."""
+    n = 0
+    for f in files:
+        fs, p = get_fs(f, storage_options)
+        with fs.open(p, "rb") as fh:
+            n += pq.ParquetFile(fh).metadata.num_rows
+    return n
+
+
+def read_parquet_dir(
+    directory: str,
+    storage_options: dict[str, Any] | None,
+    meta: pd.DataFrame,
+    columns: list[str] | None = None,
+) -> Any:
+    """A lazy frame over the part files of ``directory`` (one empty partition if none)."""
+    files = parquet_files(directory, storage_options)
+    if columns is not None:
+        meta = meta[columns]
+    if not files:
+        return dd.from_pandas(meta, npartitions=1)
+    return dd.read_parquet(files, columns=columns, storage_options=storage_options)
+
+
+def remove_tree(path: str, storage_options: dict[str, Any] | None) -> None:
+    """Delete a directory (or object prefix) if it exists."""
+    fs, p = get_fs(path, storage_options)
+    if fs.exists(p):
+        fs.rm(p, recursive=True)
+
+
+# -- the input --------------------------------------------------------------------------------
+def format_of(path: str) -> str | None:
+    """``"jsonl"`` or ``"parquet"`` from a file name's suffix (compression ignored), or None."""
+    from curator_dask.io.jsonl import JSONL_SUFFIXES
+    from curator_dask.io.parquet import PARQUET_SUFFIXES
+
+    name = path.lower()
+    if name.endswith(tuple(PARQUET_SUFFIXES)):
+        return "parquet"
+    if name.endswith(tuple(JSONL_SUFFIXES)):
+        return "jsonl"
+    return None
+
+
+def _reader_class(fmt: str) -> Any:
+    from curator_dask.io import JsonlReader, ParquetReader
+
+    return {"jsonl": JsonlReader, "parquet": ParquetReader}[fmt]
+
+
+def choose_format(paths: Sequence[str], storage_options: dict[str, Any] | None) -> str:
+    """The input format of ``paths``, from their suffixes.
+
+    A file or glob is judged by its own suffix (a glob without one, by what it matches); a
+    directory by the files the readers' listing finds in it (suffix rules, hidden and ``_``
+    names skipped). Mixed or unknown formats raise ``ValueError`` asking for ``input_format``.
+    """
+    found: set[str] = set()
+    for p in paths:
+        fmt = format_of(p)
+        if fmt is not None:
+            found.add(fmt)
+            continue
+        fs, root = get_fs(p, storage_options)
+        if any(c in root for c in "*?["):
+            kinds = {format_of(m) for m in fs.glob(root)}
+            if None in kinds or not kinds:
+                raise ValueError(
+                    f"cannot tell the format of the files matching {p!r} from their names; "
+                    "give input_format ('jsonl' or 'parquet')"
+                )
+            found |= {k for k in kinds if k is not None}
+        elif fs.isdir(root):
+            kinds_in_dir = set()
+            for fmt_name in INPUT_FORMATS:
+                with contextlib.suppress(FileNotFoundError):
+                    if _reader_class(fmt_name)(p, storage_options=storage_options).partitions():
+                        kinds_in_dir.add(fmt_name)
+            if not kinds_in_dir:
+                raise FileNotFoundError(f"directory {p!r} holds no JSONL or Parquet files")
+            found |= kinds_in_dir
+        else:
+            if not fs.exists(root):
+                raise FileNotFoundError(f"input not found: {p!r}")
+            raise ValueError(
+                f"cannot tell the format of {p!r} from its name; "
+                "give input_format ('jsonl' or 'parquet')"
+            )
+    if len(found) != 1:
+        raise ValueError(
+            f"the input mixes formats ({', '.join(sorted(found))}); give input_format, "
+            "or one format per run"
+        )
+    return found.pop()
+
+
+@dataclass
+class DedupInput:
+    """A workflow's input, resolved once on the client: a reader over files, or a dask frame.
+
+    ``quarantine_path`` is where the reader sets aside bad records (under the run's cache or
+    output directory, never the working directory).
+    """
+
+    paths: list[str] | None
+    df: Any
+    text_column: str
+    id_column: str
+    blocksize: int | str | None
+    input_format: str | None
+    storage_options: dict[str, Any] | None
+    quarantine_path: str | None = None
+    _frame: Any = field(default=None, init=False, repr=False)
+    _fingerprint: str | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def of(cls, workflow: Any, quarantine_path: str | None = None) -> DedupInput:
+        """The input of a workflow (its ``input_path``/``df`` and reader fields)."""
+        df = getattr(workflow, "df", None)
+        raw = getattr(workflow, "input_path", None)
+        if df is None and raw is None:
+            raise ValueError("give input_path or df")
+        paths = None
+        if df is None:
+            assert raw is not None
+            items = [raw] if isinstance(raw, (str, os.PathLike)) else list(raw)
+            paths = [resolve_path(p) for p in items]
+        fmt = getattr(workflow, "input_format", None)
+        if fmt is not None and fmt not in INPUT_FORMATS:
+            raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {fmt!r}")
+        return cls(
+            paths,
+            df,
+            workflow.text_column,
+            workflow.id_column,
+            getattr(workflow, "input_blocksize", None),
+            fmt,
+            getattr(workflow, "storage_options", None),
+            quarantine_path,
+        )
+
+    def reader(self) -> Any:
+        """The io reader of the files (None for a dask frame input)."""
+        if self.paths is None:
+            return None
+        fmt = self.input_format or choose_format(self.paths, self.storage_options)
+        self.input_format = fmt
+        return _reader_class(fmt)(
+            self.paths,
+            text_column=self.text_column,
+            id_column=self.id_column,
+            blocksize=self.blocksize,
+            quarantine_path=self.quarantine_path,
+            storage_options=self.storage_options,
+        )
+
+    def frame(self) -> Any:
+        """The input as a lazy dask frame (built once)."""
+        if self._frame is None:
+            self._frame = self.df if self.df is not None else self.reader().to_dask()
+        return self._frame
+
+    def fingerprint(self) -> str:
+        """A key of the input: each partition's files with size and mtime/etag, or the frame's
+        dask token. Computed once."""
+        if self._fingerprint is None:
+            if self.df is not None:
+                self._fingerprint = tokenize(self.df)
+            else:
+                reader = self.reader()
+                rows = []
+                for spec in reader.partitions():
+                    for path in spec.paths:
+                        fs, p = get_fs(path, self.storage_options)
+                        info = fs.info(p)
+                        stamp = info.get("mtime") or info.get("ETag") or info.get("LastModified")
+                        rows.append((path, info.get("size"), str(stamp), spec.start, spec.end))
+                self._fingerprint = tokenize(
+                    rows, self.input_format, self.text_column, self.id_column
+                )
+        return self._fingerprint
+
+    def describe(self) -> Any:
+        """What to write in a manifest: the paths, or ``"<dask dataframe>"``."""
+        return self.paths if self.paths is not None else "<dask dataframe>"
+
+
+# -- steps ------------------------------------------------------------------------------------
+@dataclass
+class StepCache:
+    """Step directories under a root: ``<root>/<name>-<key>/``, finished when ``_DONE`` exists.
+
+    A step directory without its marker holds a partial result and is cleared before the step
+    runs again; one with it is reused as is (resume).
+    """
+
+    root: str
+    storage_options: dict[str, Any] | None = None
+
+    def dir(self, name: str, *depends_on: Any) -> str:
+        """The directory of step ``name`` for what it ``depends_on``."""
+        return join(self.root, f"{name}-{tokenize(*depends_on)[:16]}")
+
+    def is_done(self, directory: str) -> bool:
+        """True when ``directory`` holds the marker."""
+        fs, d = get_fs(directory, self.storage_options)
+        return bool(fs.exists(join(d, "_DONE")))
+
+    def read_done(self, directory: str) -> dict[str, Any]:
+        """The JSON of the marker."""
+        fs, d = get_fs(directory, self.storage_options)
+        return dict(json.loads(fs.cat_file(join(d, "_DONE"))))
+
+    def mark_done(self, directory: str, info: dict[str, Any] | None = None) -> None:
+        """Write the marker (atomically)."""
+        write_bytes_atomic(
+            json.dumps(info or {}, default=str).encode(), join(directory, "_DONE"),
+            self.storage_options,
+        )  # fmt: skip
+
+    def clear(self, directory: str) -> None:
+        """Delete a partial step directory."""
+        remove_tree(directory, self.storage_options)
+
+
+# -- progress ---------------------------------------------------------------------------------
+class Reporter:
+    """Progress a person can follow on stderr: steps, a line per step, a summary table.
+
+    Lines are printed when ``curator.dedup.progress`` is true (default), at most one
+    progress line a second per step.
+    """
+
+    def __init__(self, name: str, client: Any = None, stream: TextIO | None = None) -> None:
+        self.name = name
+        self.client = client
+        self.enabled = bool(config.get("dedup.progress", True))
+        self.stream = stream or sys.stderr
+        self.seconds: dict[str, float] = {}
+        self.t0 = time.perf_counter()
+
+    def say(self, text: str) -> None:
+        """Print one line."""
+        if self.enabled:
+            print(f"[curator-dask] {self.name}: {text}", file=self.stream, flush=True)
+
+    def start(self) -> None:
+        """Announce the run (with the dashboard link of a distributed client)."""
+        link = getattr(self.client, "dashboard_link", None) if self.client is not None else None
+        self.say(f"started{f'; dashboard {link}' if link else ''}")
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Time a step, printing its name as it starts and its time as it ends."""
+        self.say(f"step {name} ...")
+        t = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+        self.say(f"step {name} done in {self.seconds[name]:.1f}s")
+
+    def counter(self, label: str, total: int, unit: str) -> _Counter:
+        """A done/total counter printing rate and ETA."""
+        return _Counter(self, label, total, unit)
+
+    def compute(self, tasks: Sequence[Any], label: str, unit: str = "partitions") -> list[Any]:
+        """Compute dask ``tasks`` (delayed objects), printing ``done/total`` as they finish."""
+        tasks = list(tasks)
+        counter = self.counter(label, len(tasks), unit)
+        if not tasks:
+            return []
+        client = self.client
+        if client is not None:
+            from distributed import as_completed
+
+            futures = client.compute(tasks)
+            for _ in as_completed(futures):
+                counter.tick()
+            return list(client.gather(futures))
+        keys = {t.key for t in tasks}
+        with _LocalProgress(keys, counter):
+            return list(dask.compute(*tasks))
+
+    def total(self) -> float:
+        """Seconds since :meth:`start`."""
+        return time.perf_counter() - self.t0
+
+
+class _Counter:
+    def __init__(self, reporter: Reporter, label: str, total: int, unit: str) -> None:
+        self.r, self.label, self.total, self.unit = reporter, label, total, unit
+        self.done = 0
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+
+    def tick(self, n: int = 1) -> None:
+        self.done += n
+        now = time.perf_counter()
+        if now - self.last < 1.0 and self.done < self.total:
+            return
+        self.last = now
+        elapsed = max(now - self.t0, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else float("nan")
+        self.r.say(
+            f"  {self.label}: {self.done}/{self.total} {self.unit}, "
+            f"{rate:.2f}/s, elapsed {elapsed:.0f}s, eta {eta:.0f}s"
+        )
+
+
+class _LocalProgress(Callback):
+    """Counts finished output tasks under the local (threaded / synchronous) schedulers."""
+
+    def __init__(self, keys: set[Any], counter: _Counter) -> None:
+        super().__init__()
+        self.keys = keys
+        self.counter = counter
+
+    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, id: Any) -> None:
+        if key in self.keys:
+            self.counter.tick()
+
+
+def active_client(client: Any = None) -> Any:
+    """``client``, else the active distributed client, else None (local scheduler)."""
+    if client is not None:
+        return client
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+# -- writing frames ---------------------------------------------------------------------------
+def _write_part(
+    part: Any, directory: str, storage_options: dict[str, Any] | None, schema: pa.Schema,
+    partition_info: dict[str, Any] | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    from curator_dask import _backend
+
+    part = _backend.to_pandas(part)
+    i = (partition_info or {}).get("number", 0)
+    write_parquet_atomic(part, join(directory, f"part-{i:05d}.parquet"), storage_options, schema)
+    return pd.DataFrame({"rows": [len(part)]})
+
+
+def write_frame(
+    df: Any,
+    directory: str,
+    reporter: Reporter,
+    label: str,
+    storage_options: dict[str, Any] | None = None,
+) -> int:
+    """Write ``df`` as ``<directory>/part-<i>.parquet`` (one file a partition, each atomic).
+
+    Every file has the schema of ``df``'s meta (empty partitions included). Part files left by
+    an earlier attempt are removed first. Returns the number of rows written.
+    """
+    from curator_dask import _backend
+
+    remove_tree(directory, storage_options)
+    meta = _backend.to_pandas(df._meta)
+    schema = pa.Schema.from_pandas(meta, preserve_index=False)
+    counts = df.map_partitions(
+        _write_part, directory, storage_options, schema,
+        meta=pd.DataFrame({"rows": pd.Series([], dtype="int64")}),
+    )  # fmt: skip
+    parts = reporter.compute(counts.to_delayed(), label)
+    return int(sum(int(p["rows"].sum()) for p in parts))
+
+
+def publish(
+    df: Any,
+    output_path: str,
+    name: str,
+    reporter: Reporter,
+    storage_options: dict[str, Any] | None = None,
+) -> tuple[str, int]:
+    """Write ``df`` to ``<output_path>/<name>/`` atomically as a directory.
+
+    On a local disk the part files go to a hidden temporary directory, which replaces
+    ``<name>/`` once all are written, so a reader never sees a partial ``<name>/``. On an
+    object store each part object appears whole and the old ones are deleted first.
+    ``<name>/_SUCCESS`` is written last in both cases. Returns the directory and the rows.
+    """
+    final = join(output_path, name)
+    fs, f = get_fs(final, storage_options)
+    if _is_object_store(fs):
+        # no rename on object stores: the old objects go first, each new part appears whole,
+        # and _SUCCESS (written last) says the directory is complete
+        rows = write_frame(df, final, reporter, f"write {name}", storage_options)
+    else:
+        tmp = join(output_path, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+        try:
+            rows = write_frame(df, tmp, reporter, f"write {name}", storage_options)
+            remove_tree(final, storage_options)
+            _, t = get_fs(tmp, storage_options)
+            fs.mv(t, f, recursive=True)
+        finally:
+            remove_tree(tmp, storage_options)
+    write_bytes_atomic(
+        json.dumps({"rows": rows}).encode(), join(final, "_SUCCESS"), storage_options
+    )
+    return final, rows
+
+
+# -- the result -------------------------------------------------------------------------------
+@dataclass
+class DedupResult:
+    """What a dedup workflow's ``run()`` found and wrote.
+
+    ``documents`` were deduplicated (read and valid); ``quarantined`` records were set aside
+    by the reader (see ``paths["quarantine"]``); ``removed`` documents are listed in
+    ``paths["removed_ids"]``, so ``documents + quarantined == kept + removed + quarantined``
+    accounts for every record read. ``seconds`` holds each step's time and ``total``.
+    ``result["removed"]`` works like the summary dict of earlier versions.
+    """
+
+    method: str
+    documents: int
+    removed: int
+    duplicate_groups: int
+    quarantined: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> int:
+        """Documents that remain."""
+        return self.documents - self.removed
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict: counts, ``seconds``, ``paths``, ``stats``, and each path and
+        detail also at the top level (``removed_ids``, ``cache_dir``, ...)."""
+        out: dict[str, Any] = {
+            "method": self.method,
+            "documents": self.documents,
+            "quarantined": self.quarantined,
+            "removed": self.removed,
+            "kept": self.kept,
+            "duplicate_groups": self.duplicate_groups,
+            "seconds": dict(self.seconds),
+            "paths": dict(self.paths),
+            "stats": dict(self.stats),
+        }
+        for k, v in {**self.paths, **self.details}.items():
+            out.setdefault(k, v)
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_dict()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``to_dict().get(key, default)``."""
+        return self.to_dict().get(key, default)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rows = [
+            ("documents read", f"{self.documents + self.quarantined:,}"),
+            ("quarantined", f"{self.quarantined:,}"),
+            ("duplicate groups", f"{self.duplicate_groups:,}"),
+            ("removed", f"{self.removed:,}"),
+            ("kept", f"{self.kept:,}"),
+        ]
+        rows += [(k, str(v)) for k, v in self.details.items()]
+        rows += [(f"{k} (s)", f"{v:.1f}") for k, v in self.seconds.items()]
+        rows += [(k, v) for k, v in self.paths.items()]
+        return rows
+
+    def __repr__(self) -> str:
+        rows = self._rows()
+        w = max(len(k) for k, _ in rows)
+        lines = [f"DedupResult ({self.method})"] + [f"  {k:<{w}}  {v}" for k, v in rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in self._rows()
+        )
+        return f"<b>DedupResult ({html.escape(self.method)})</b><table>{cells}</table>"
+
+
+def count_quarantine(path: str | None, storage_options: dict[str, Any] | None) -> int:
+    """Records in the quarantine files under ``path`` (0 if none)."""
+    if path is None:
+        return 0
+    from curator_dask.io import read_quarantine
+
+    return len(read_quarantine(path, storage_options))
+
+
+def copy_quarantine(
+    source: str | None, output_path: str, storage_options: dict[str, Any] | None
+) -> tuple[str | None, int]:
+    """Copy the quarantine files of ``source`` to ``<output_path>/_quarantine/``.
+
+    Returns that directory (None when nothing was quarantined) and the number of records.
+    """
+    dest = join(output_path, "_quarantine")
+    remove_tree(dest, storage_options)
+    n = count_quarantine(source, storage_options)
+    if not n or source is None:
+        return None, 0
+    fs, s = get_fs(source, storage_options)
+    for name in sorted(fs.glob(join(s, "part-*.jsonl"))):
+        data = fs.cat_file(name)
+        write_bytes_atomic(data, join(dest, posixpath.basename(name)), storage_options)
+    return dest, n

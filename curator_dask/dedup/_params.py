@@ -1,0 +1,159 @@
+"""The parameters of the dedup workflows, as plain dataclasses (no heavy imports).
+
+Each workflow class subclasses its parameters and adds the computation; the CLI builds its
+options from these fields (flag, type, default, and help from the docstring) without
+importing dask.dataframe, pyarrow or numba, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+HASH_METHODS = ("md5", "xxh128", "fast128")
+
+#: Named ``(num_bands, minhashes_per_band)`` shapes. ``"recall"`` (240 hashes) is the
+#: default with the candidate check at Jaccard 0.8; ``"nemo"`` is NeMo Curator's default.
+BAND_SHAPES: dict[str, tuple[int, int]] = {"recall": (30, 8), "nemo": (20, 13)}
+
+_COMMON_INPUT = """\
+    input_path : str or list of str, optional
+        JSONL or Parquet files, a directory or a glob, local or a URL (``s3://...``), listed
+        and read by :mod:`curator_dask.io` (a directory: files with a JSONL or Parquet suffix,
+        names starting with ``.`` or ``_`` skipped). Or give ``df``."""
+
+_COMMON_TAIL = """\
+    input_format : {"jsonl", "parquet"}, optional
+        The input's format; default: from the file suffixes.
+    storage_options : dict, optional
+        fsspec options (JSON on the command line) for every path: input, cache, output.
+    duplicate_groups : bool
+        Also write every member of every duplicate group (``id, group``) to
+        ``duplicate_groups/``."""
+
+
+@dataclass
+class ExactParams:
+    __doc__ = f"""Parameters of :class:`~curator_dask.dedup.ExactDeduplicationWorkflow`.
+
+    Parameters
+    ----------
+{_COMMON_INPUT}
+    output_path : str
+        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
+        ``_quarantine/``) are written.
+    text_column, id_column : str
+        Columns holding the text and the document id (ids must be unique).
+    input_blocksize : int or str, optional
+        Partition size for the reader; default ``curator.io.blocksize``.
+    hash_method : {{"md5", "xxh128", "fast128"}}
+        128-bit hash of the UTF-8 text. Identical texts always share a hash; different
+        texts collide with probability ~ n^2 / 2^129.
+    keep : {{"first", "last"}}
+        Which document of a group survives: the smallest id (``"first"``) or the largest.
+    perform_removal : bool
+        Also write the dataset without the removed documents to ``deduplicated/``.
+    df : dask.dataframe.DataFrame, optional
+        The input as a dask frame instead of ``input_path``.
+    client : distributed.Client, optional
+        Run on this client; otherwise on the active dask scheduler.
+{_COMMON_TAIL}
+    """
+
+    input_path: str | Sequence[str] | None = None
+    output_path: str = "exact_dedup_output"
+    text_column: str = "text"
+    id_column: str = "id"
+    input_blocksize: int | str | None = None
+    hash_method: str = "md5"
+    keep: str = "first"
+    perform_removal: bool = False
+    df: Any = field(default=None, repr=False)
+    client: Any = field(default=None, repr=False)
+    input_format: str | None = None
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)
+    duplicate_groups: bool = False
+
+
+@dataclass
+class FuzzyParams:
+    __doc__ = f"""Parameters of :class:`~curator_dask.dedup.FuzzyDeduplicationWorkflow`.
+
+    Parameters
+    ----------
+{_COMMON_INPUT}
+    cache_path : str
+        Where intermediate results are checkpointed (see "Cache and resume" in
+        ``docs/dedup.md``). Keyed by the input and the parameters: a changed parameter never
+        reuses stale results; a restarted run continues where it stopped.
+    output_path : str
+        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
+        ``_quarantine/``) are written.
+    text_column, id_column : str
+        Text and (unique) document id columns.
+    input_blocksize : int or str, optional
+        Partition size for the reader.
+    char_ngrams : int, optional
+        Character shingle length (raw text unless ``normalization="simple"``); used when
+        ``word_ngrams`` is None (NeMo Curator's default is 24).
+    word_ngrams : int, optional
+        Word shingle length after the ``"simple"`` normalisation (NFKC, lower-case,
+        ``[\\\\W_]+`` -> space); a document with fewer tokens gets one shingle, all its tokens.
+        Default 5 when neither is given.
+    num_bands, minhashes_per_band : int, optional
+        LSH bands and MinHash values per band (see :mod:`curator_dask.dedup.lsh`). Default:
+        ``band_shape``'s, else the shape that follows from ``jaccard_threshold``
+        (:func:`~curator_dask.dedup.lsh.bands_for_threshold`: 30 x 8 at 0.8 with the check).
+    bands_per_iteration : int, optional
+        Bands bucketed per LSH pass; default ``curator.dedup.bands-per-iteration`` or the
+        memory planner (:func:`curator_dask.dedup.planner.plan_lsh`).
+    use_64_bit_hash : bool
+        64-bit MinHash values (fewer collisions, twice the memory) instead of 32-bit.
+    seed : int
+        Seed of the MinHash functions.
+    jaccard_threshold : float
+        Similarity that makes a duplicate (checked exactly with the candidate check).
+    false_positive_check : bool
+        Verify every candidate pair's exact Jaccard before it becomes an edge (default on).
+    keep : {{"first", "longest"}}
+        Survivor of each duplicate group: smallest id, or most characters (ties: smallest id).
+    perform_removal : bool
+        Also write the dataset without the removed documents to ``deduplicated/``.
+    normalization : {{"simple", "none"}}, optional
+        Text normalisation before shingling; default ``"simple"`` for words, ``"none"``
+        for characters.
+    df : dask.dataframe.DataFrame, optional
+        Input frame instead of ``input_path``.
+    client : distributed.Client, optional
+        Run on this client; otherwise on the active dask scheduler.
+    band_shape : {{"recall", "nemo"}}, optional
+        A named ``(num_bands, minhashes_per_band)``: ``"recall"`` 30 x 8, ``"nemo"`` 20 x 13
+        (NeMo Curator's default shape).
+{_COMMON_TAIL}
+    """
+
+    input_path: str | Sequence[str] | None = None
+    cache_path: str = "fuzzy_dedup_cache"
+    output_path: str = "fuzzy_dedup_output"
+    text_column: str = "text"
+    id_column: str = "id"
+    input_blocksize: int | str | None = None
+    char_ngrams: int | None = None
+    word_ngrams: int | None = None
+    num_bands: int | None = None
+    minhashes_per_band: int | None = None
+    bands_per_iteration: int | None = None
+    use_64_bit_hash: bool = False
+    seed: int = 42
+    jaccard_threshold: float = 0.8
+    false_positive_check: bool = True
+    keep: str = "first"
+    perform_removal: bool = False
+    normalization: str | None = None
+    df: Any = field(default=None, repr=False)
+    client: Any = field(default=None, repr=False)
+    band_shape: str | None = None
+    input_format: str | None = None
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)
+    duplicate_groups: bool = False
