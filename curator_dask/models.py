@@ -182,6 +182,8 @@ _LOADED_LOCK = threading.RLock()
 def loaded_model(key: tuple[Any, ...], load: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
     """The ``(model, tokenizer)`` cached under ``key`` in this process, loaded on first use.
 
+    ``key`` is ``(owner key, device)``: the owner key names the model (see :func:`own_model`).
+
     Stages that differ only in how they use a model (filter, columns, batch size) share
     one loaded copy. At most :data:`MAX_LOADED_MODELS` are kept; the least recently used
     is released first.
@@ -233,7 +235,10 @@ def _disown(key: tuple[Any, ...]) -> None:
             _OWNERS[key] = left
             return
         _OWNERS.pop(key, None)
-        dropped = _LOADED.pop(key, None) is not None
+        # the model on every device it was loaded on: cache keys start with the owner key
+        dropped = [k for k in _LOADED if k[0] == key]
+        for k in dropped:
+            del _LOADED[k]
     if dropped:
         _free_device_memory()
 
@@ -422,11 +427,8 @@ class ModelStage(ProcessingStage):
             raise ValueError(f"max_tokens must be >= 2 or None, got {self.max_tokens}")
 
     def _model_key(self, model_dir: str) -> tuple[Any, ...]:
-        return (
-            type(self).load_checkpoint,
-            str(Path(model_dir).expanduser().absolute()),
-            self.device,
-        )
+        """What identifies the model, whatever the device: loader and directory."""
+        return (type(self).load_checkpoint, str(Path(model_dir).expanduser().absolute()))
 
     def _own_model(self, model_dir: str) -> None:
         """Tie the loaded model's lifetime to this stage (see :func:`own_model`)."""
@@ -444,7 +446,8 @@ class ModelStage(ProcessingStage):
         torch = require("torch", type(self).__name__)
         path = check_model_dir(model_dir, self.stage_name)
         self._device = resolve_device(self.device, self.resources)
-        self._key = self._model_key(model_dir)
+        # the device is part of the cache key: one process may run the model on both
+        self._key = (self._model_key(model_dir), self._device)
         device = self._device
         loaded_model(self._key, lambda: (self.load_checkpoint(path, device), load_tokenizer(path)))
         self._torch = torch
@@ -460,7 +463,7 @@ class ModelStage(ProcessingStage):
 
     def _reload(self) -> tuple[Any, Any]:
         # The cache released the model (another model came, or the built stage was dropped).
-        path = check_model_dir(self._key[1], self.stage_name)
+        path = check_model_dir(self._key[0][1], self.stage_name)
         return self.load_checkpoint(path, self._device), load_tokenizer(path)
 
     def batch_size_for(self, device: str) -> int:

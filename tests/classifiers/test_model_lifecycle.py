@@ -114,5 +114,5 @@ def test_at_most_max_loaded_models(tiny_classifier_dir, tmp_path):
         stages.append(stage)
         ready_stage(stage).process(texts(2))
         assert len(models.loaded_model_keys()) <= models.MAX_LOADED_MODELS
-    assert models.loaded_model_keys()[-1][1] == str(link)
+    assert models.loaded_model_keys()[-1][0][1] == str(link)
     teardown_all()
