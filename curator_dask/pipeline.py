@@ -115,6 +115,11 @@ class Pipeline:
             return lines[0]
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from curator_dask.explore import pipeline_html
+
+        return pipeline_html(self)
+
     def validate(self, need_writer: bool = True) -> None:
         """Raise ``ValueError`` unless there is a reader (and a writer if ``need_writer``)."""
         if self.reader is None:

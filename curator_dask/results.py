@@ -161,3 +161,8 @@ class PipelineResult:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def _repr_html_(self) -> str:
+        from curator_dask.explore import result_html
+
+        return result_html(self)
