@@ -31,6 +31,10 @@ from bench_dedup_common import (
 )
 
 CONFIGS = {
+    # the defaults: word 5-grams, the shape that follows from jaccard_threshold=0.8 (30 x 8)
+    # and the candidate check
+    "ours-default": {},
+    "ours-nemo-shape": {"band_shape": "nemo", "false_positive_check": False},
     "ours-20x13": {"num_bands": 20, "minhashes_per_band": 13, "false_positive_check": False},
     "ours-20x13-check": {"num_bands": 20, "minhashes_per_band": 13, "false_positive_check": True},
     "ours-30x8": {"num_bands": 30, "minhashes_per_band": 8, "false_positive_check": False},
@@ -46,17 +50,46 @@ def run_ours(cfg: dict, corpus: str) -> set:
     from curator_dask.dedup import FuzzyDeduplicationWorkflow
 
     tmp = tempfile.mkdtemp(prefix="bench-dedup-")
-    with dask.config.set(scheduler="threads"):
-        FuzzyDeduplicationWorkflow(
+    kw = {} if not cfg else {"word_ngrams": 5, "jaccard_threshold": 0.8}
+    with dask.config.set({"scheduler": "threads", "curator.dedup.progress": False}):
+        res = FuzzyDeduplicationWorkflow(
             input_path=corpus,
             cache_path=f"{tmp}/cache",
             output_path=f"{tmp}/out",
-            word_ngrams=5,
-            jaccard_threshold=0.8,
             input_blocksize="16MB",
+            **kw,
             **cfg,
         ).run()
+    global LAST_SECONDS
+    LAST_SECONDS = dict(res.seconds)
+    LAST_OUT.append(f"{tmp}/out/removed_ids")
     return set(pd.read_parquet(f"{tmp}/out/removed_ids")["id"])
+
+
+LAST_SECONDS: dict = {}
+LAST_OUT: list = []
+
+
+def shared_score(removed_dir: str, truth: str) -> dict:
+    """The shared scorer (/work/shared/tools/score_removed.py) on the removed_ids folder."""
+    tool = "/work/shared/tools/score_removed.py"
+    if not os.path.exists(tool):
+        return {}
+    import gzip
+    import shutil
+
+    plain = tempfile.mkdtemp(prefix="truth-")
+    for name in ("clusters.jsonl", "exact_groups.jsonl"):
+        with (
+            gzip.open(os.path.join(truth, name + ".gz"), "rb") as src,
+            open(os.path.join(plain, name), "wb") as dst,
+        ):
+            shutil.copyfileobj(src, dst)
+    out = subprocess.run(
+        [sys.executable, tool, removed_dir, plain], check=True, capture_output=True, text=True
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"shared_precision": got["precision"], "shared_recall": got["recall"]}
 
 
 def run_datasketch(cfg: dict, corpus: str) -> set:
@@ -109,6 +142,9 @@ def one(name: str, corpus: str, truth: str) -> dict:
         "peak_rss_mb": round(peak_rss_mb()),
     }
     row.update(score(removed, clusters(Path(truth))))
+    if LAST_OUT:
+        row.update(shared_score(LAST_OUT[-1], truth))
+        row["step_seconds"] = LAST_SECONDS
     return row
 
 
@@ -142,7 +178,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(rows[-1], flush=True)
     print(
-        table(rows, ["config", "wall_s", "cpu_s", "peak_rss_mb", "removed", "precision", "recall"])
+        table(
+            rows,
+            [
+                "config",
+                "wall_s",
+                "cpu_s",
+                "peak_rss_mb",
+                "removed",
+                "precision",
+                "recall",
+                "shared_precision",
+                "shared_recall",
+            ],
+        )
     )
     print("wrote", write_json("bench_dedup", {"corpus": args.corpus, "rows": rows}))
     return rows

@@ -157,3 +157,85 @@ class FuzzyParams:
     input_format: str | None = None
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
     duplicate_groups: bool = False
+
+
+@dataclass
+class SemanticParams:
+    __doc__ = f"""Parameters of :class:`~curator_dask.dedup.SemanticDeduplicationWorkflow`.
+
+    Two documents are duplicates when the cosine distance of their embeddings,
+    ``1 - cos(a, b)``, is at most ``eps`` and k-means put them in the same cluster.
+
+    Parameters
+    ----------
+    cache_path : str
+        Where the steps' results are checkpointed (embeddings, clusters, duplicates).
+    output_path : str
+        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
+        ``_quarantine/``) are written.
+{_COMMON_INPUT}
+    df : dask.dataframe.DataFrame, optional
+        The input frame instead of ``input_path``.
+    text_column, id_column : str
+        Text and (unique) document id columns.
+    n_clusters : int
+        k-means clusters (capped at the number of documents). Only documents of one cluster
+        are compared, so more clusters is faster and may miss pairs split across clusters.
+    eps : float
+        Cosine-distance threshold: a document within ``eps`` of a kept document of its
+        cluster is removed (``eps=0.01``: cosine similarity >= 0.99).
+    keep : {{"hard", "easy", "first"}}
+        Which document of a set of duplicates survives. Documents of a cluster are visited in
+        an order and each is kept unless it is within ``eps`` of one already kept:
+        ``"hard"`` visits the documents farthest from the centroid first (keeps the least
+        typical, as in SemDeDup), ``"easy"`` the nearest first, ``"first"`` in input order.
+        Ties are broken by input order, so the result is deterministic.
+    model_dir : str, optional
+        Local embedding model directory; default: the bundled all-MiniLM-L6-v2.
+    model_inference_batch_size : int, optional
+        Documents per forward pass (see :class:`~curator_dask.embeddings.EmbeddingCreator`).
+    max_chars : int, optional
+        Characters of each text embedded.
+    max_tokens : int, optional
+        Tokens of each text embedded.
+    seed : int
+        Seed of the k-means initial centroids.
+    kmeans_max_iter : int
+        Maximum k-means iterations.
+    input_blocksize : int or str, optional
+        Partition size for the reader.
+    device : str
+        Where the embedding model runs (``"auto"``, ``"cpu"``, ``"cuda"``).
+    client : distributed.Client, optional
+        Run on this client; otherwise on the active dask scheduler.
+    perform_removal : bool
+        Also write the dataset without the removed documents to ``deduplicated/``.
+{_COMMON_TAIL}
+    embedding_column : str, optional
+        Use this column of the input (a list of floats per document) as the embeddings
+        instead of computing them; no model is loaded.
+    """
+
+    cache_path: str
+    output_path: str
+    input_path: str | Sequence[str] | None = None
+    df: Any = field(default=None, repr=False)
+    text_column: str = "text"
+    id_column: str = "id"
+    n_clusters: int = 100
+    eps: float = 0.01
+    keep: str = "hard"
+    model_dir: str | None = None
+    model_inference_batch_size: int = 128
+    max_chars: int | None = 2000
+    max_tokens: int | None = None
+    seed: int = 42
+    kmeans_max_iter: int = 100
+    input_blocksize: int | str | None = None
+    device: str = "auto"
+    client: Any = field(default=None, repr=False)
+    perform_removal: bool = False
+    input_format: str | None = None
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)
+    duplicate_groups: bool = False
+    embedding_column: str | None = None

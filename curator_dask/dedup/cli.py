@@ -15,7 +15,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from curator_dask.dedup._params import BAND_SHAPES, HASH_METHODS, ExactParams, FuzzyParams
+from curator_dask.dedup._params import (
+    BAND_SHAPES,
+    HASH_METHODS,
+    ExactParams,
+    FuzzyParams,
+    SemanticParams,
+)
 
 #: Flags that keep their historical names.
 _FLAG_NAMES = {
@@ -144,6 +150,13 @@ def register(
         "curator_dask.dedup.fuzzy:FuzzyDeduplicationWorkflow",
         "remove near-duplicates (MinHash + LSH)", add_cluster_args, client_from_args,
         required=("output_path", "cache_path"), choices={"keep": ("first", "longest")},
+    )  # fmt: skip
+    add_workflow_command(
+        subparsers, "semantic-dedup", SemanticParams,
+        "curator_dask.dedup.semantic:SemanticDeduplicationWorkflow",
+        "remove semantic near-duplicates (embeddings + k-means)", add_cluster_args,
+        client_from_args, required=("output_path", "cache_path"),
+        choices={"keep": ("hard", "easy", "first"), "device": ("auto", "cpu", "cuda")},
     )  # fmt: skip
 
 

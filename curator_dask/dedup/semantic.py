@@ -1,120 +1,81 @@
 """Semantic deduplication: sentence embeddings, k-means, and cosine similarity within clusters.
 
-Steps, each a dask computation whose output is checkpointed under ``cache_path`` in a
-directory named by a hash of the input and of every parameter that step depends on (so a
-changed parameter never reuses a stale result, and a restarted run skips finished steps):
+Steps, each checkpointed under ``<cache_path>/semantic/`` in a directory named by a hash of
+the input and of every parameter that step depends on (a changed parameter never reuses a
+stale result; a restarted run skips finished steps):
 
-1. ``embeddings``: :class:`~curator_dask.embeddings.EmbeddingCreator` on every document;
-   Parquet ``id, _uid, embedding`` (``_uid = partition << 32 | row``, the input order).
-2. ``kmeans``: k-means on the embeddings (scikit-learn on CPU; cuML under dask's ``cudf``
-   backend); every document gets its nearest centroid (``cluster``) and its cosine
-   similarity to that centroid (``centroid_sim``).
-3. ``duplicates``: the documents are shuffled by cluster; within each cluster they are
-   ordered by the ``keep`` rule and a document is removed when its cosine similarity to an
-   earlier *kept* document of the cluster is at least ``1 - eps``.
+1. ``embeddings``: :class:`~curator_dask.embeddings.EmbeddingCreator` on every document (or
+   the input's own ``embedding_column``); Parquet ``id, _uid, embedding``
+   (``_uid = partition << 32 | row``, the input order).
+2. ``kmeans``: Lloyd's k-means, distributed: the initial centroids are ``n_clusters``
+   documents drawn with ``seed``; each iteration assigns every part file's vectors to their
+   nearest centroid *on the workers* and returns per-centroid sums and counts, which a tree
+   reduction adds up; the client only ever holds ``n_clusters x dim`` numbers. Then every
+   document gets its nearest centroid (``cluster``) and its cosine similarity to it
+   (``centroid_sim``), written per part file.
+3. ``duplicates``: the documents are shuffled by cluster; within each cluster, on the
+   workers, they are ordered by the ``keep`` rule and a document is removed when its cosine
+   similarity to an earlier *kept* document of the cluster is at least ``1 - eps``.
 
-The result is ``<output_path>/removed_ids/*.parquet`` with columns ``id`` and ``group`` (the
-id of the kept document it duplicates): the same format as the fuzzy and exact workflows.
+:func:`kmeans_reference` and :func:`semantic_reference` are the same computation in one
+process on an in-memory matrix: the tests hold the workflow equal to them.
 """
 
 from __future__ import annotations
 
 import glob
-import json
 import os
-import shutil
-import time
-import uuid
-from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from dask.base import tokenize
 
-from curator_dask import _backend, config
+from curator_dask import _backend
+from curator_dask.dedup._base import (
+    DedupResult,
+    StepCache,
+    count_rows,
+    get_fs,
+    join,
+    parquet_files,
+    read_parquet_dir,
+    resolve_path,
+    write_bytes_atomic,
+    write_frame,
+)
+from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, shuffle_method
+from curator_dask.dedup._params import SemanticParams
 
 _KEEP = ("hard", "easy", "first")
-_UID_SHIFT = 32
+#: k-means stops when the centroids move less than this (sum of squared shifts).
+KMEANS_TOL = 1e-8
 
 
 @dataclass
-class SemanticDeduplicationWorkflow:
-    """Find semantically near-duplicate documents with embeddings and k-means.
-
-    Two documents are duplicates when the cosine distance of their embeddings,
-    ``1 - cos(a, b)``, is at most ``eps`` and k-means put them in the same cluster.
-
-    Parameters
-    ----------
-    cache_path : str
-        Where the steps' results are checkpointed (embeddings, clusters, duplicates).
-    output_path : str
-        Where ``removed_ids/`` is written.
-    input_path : str or list of str, optional
-        JSONL or Parquet files, a directory or a glob, read with :mod:`curator_dask.io`.
-        Or give ``df``.
-    df : dask.dataframe.DataFrame, optional
-        The input frame instead of ``input_path``.
-    text_column, id_column : str
-        Text and (unique) document id columns.
-    n_clusters : int
-        k-means clusters (capped at the number of documents). Only documents of one cluster
-        are compared, so more clusters is faster and may miss pairs split across clusters.
-    eps : float
-        Cosine-distance threshold: a document within ``eps`` of a kept document of its
-        cluster is removed (``eps=0.01``: cosine similarity >= 0.99).
-    keep : {"hard", "easy", "first"}
-        Which document of a set of duplicates survives. Documents of a cluster are visited in
-        an order and each is kept unless it is within ``eps`` of one already kept:
-        ``"hard"`` visits the documents farthest from the centroid first (keeps the least
-        typical, as in SemDeDup), ``"easy"`` the nearest first, ``"first"`` in input order.
-        Ties are broken by input order, so the result is deterministic.
-    model_dir : str, optional
-        Local embedding model directory; default: the bundled all-MiniLM-L6-v2.
-    model_inference_batch_size, max_chars, max_tokens
-        See :class:`~curator_dask.embeddings.EmbeddingCreator`.
-    seed : int
-        Seed of k-means.
-    kmeans_max_iter : int
-        Maximum k-means iterations.
-    input_blocksize : int or str, optional
-        Partition size for the reader.
-    device : str
-        Where the embedding model runs (``"auto"``, ``"cpu"``, ``"cuda"``).
-    client : distributed.Client, optional
-        Run on this client; otherwise on the active dask scheduler.
+class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
+    __doc__ = (
+        (SemanticParams.__doc__ or "").replace(
+            "Parameters of :class:`~curator_dask.dedup.SemanticDeduplicationWorkflow`.",
+            "Find semantically near-duplicate documents with embeddings and k-means.",
+        )
+        + """
+    embedding_column : str, optional
+        Use this column of the input (a list of floats per document) as the embeddings
+        instead of computing them; no model is loaded.
 
     Examples
     --------
     >>> wf = SemanticDeduplicationWorkflow(
     ...     input_path="data/", cache_path="cache/", output_path="out/",
     ...     n_clusters=100, eps=0.01, keep="hard")
-    >>> wf.run()["removed"]  # doctest: +SKIP
+    >>> wf.run().removed  # doctest: +SKIP
     """
+    )
 
-    cache_path: str
-    output_path: str
-    input_path: str | Sequence[str] | None = None
-    df: Any = field(default=None, repr=False)
-    text_column: str = "text"
-    id_column: str = "id"
-    n_clusters: int = 100
-    eps: float = 0.01
-    keep: str = "hard"
-    model_dir: str | None = None
-    model_inference_batch_size: int = 128
-    max_chars: int | None = 2000
-    max_tokens: int | None = None
-    seed: int = 42
-    kmeans_max_iter: int = 100
-    input_blocksize: int | str | None = None
-    device: str = "auto"
-    client: Any = field(default=None, repr=False)
+    method: ClassVar[str] = "semantic-dedup"
     stats: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -128,12 +89,17 @@ class SemanticDeduplicationWorkflow:
             raise ValueError(f"keep must be one of {_KEEP}, got {self.keep!r}")
         if self.model_dir is not None:
             self.model_dir = str(self.model_dir)
+        self._run_obj: Run | None = None
 
     # -- cache layout ------------------------------------------------------------------
-    def _input_key(self) -> str:
-        if self.df is not None:
-            return tokenize(self.df)
-        return _file_fingerprint(self.input_path)
+    def _run(self) -> Run:
+        if self._run_obj is None:
+            run = self._begin()
+            run.steps = StepCache(
+                join(resolve_path(self.cache_path), "semantic"), self.storage_options
+            )
+            self._run_obj = run
+        return self._run_obj
 
     def _embedding_stage(self) -> Any:
         from curator_dask.embeddings import EmbeddingCreator
@@ -150,165 +116,138 @@ class SemanticDeduplicationWorkflow:
 
     def step_dirs(self) -> dict[str, str]:
         """The cache directory of each step for this input and these parameters."""
-        stage = self._embedding_stage()
-        model_key = _model_fingerprint(stage.resolved_model_dir)
+        run = self._run()
+        if self.embedding_column is not None:
+            model_key: Any = ("column", self.embedding_column)
+        else:
+            model_key = _model_fingerprint(self._embedding_stage().resolved_model_dir)
         emb = tokenize(
-            "embeddings", self._input_key(), str(self.input_blocksize), self.text_column,
+            "embeddings", run.input.fingerprint(), str(self.input_blocksize), self.text_column,
             self.id_column, model_key, self.max_chars, self.max_tokens,
         )  # fmt: skip
         km = tokenize("kmeans", emb, self.n_clusters, self.seed, self.kmeans_max_iter)
         dup = tokenize("duplicates", km, float(self.eps), self.keep)
-        root = os.path.join(self.cache_path, "semantic")
+        root = run.steps.root
         return {
-            "embeddings": os.path.join(root, f"embeddings-{emb[:16]}"),
-            "kmeans": os.path.join(root, f"kmeans-{km[:16]}"),
-            "duplicates": os.path.join(root, f"duplicates-{dup[:16]}"),
+            "embeddings": join(root, f"embeddings-{emb[:16]}"),
+            "kmeans": join(root, f"kmeans-{km[:16]}"),
+            "duplicates": join(root, f"duplicates-{dup[:16]}"),
         }
 
     # -- steps -------------------------------------------------------------------------
-    def _input(self) -> Any:
-        if self.df is not None:
-            return self.df
-        from curator_dask.io import read_jsonl, read_parquet
-
-        paths = _input_files(self.input_path)
-        is_parquet = bool(paths) and all(p.endswith(".parquet") for p in paths)
-        if is_parquet:
-            return read_parquet(
-                paths,
-                text_column=self.text_column,
-                id_column=self.id_column,
-                blocksize=self.input_blocksize,
-            )
-        return read_jsonl(
-            paths,
-            text_column=self.text_column,
-            id_column=self.id_column,
-            blocksize=self.input_blocksize,
-        )
-
     def compute_embeddings(self) -> str:
         """Step 1: embed every document; skipped if already done. Returns its directory."""
+        run = self._run()
+        so = self.storage_options
         out = self.step_dirs()["embeddings"]
-        if _is_done(out):
+        if run.steps.is_done(out):
             self.stats["embeddings_computed"] = 0
             return out
-        _clear(out)
-        df = self._input()
+        run.steps.clear(out)
+        run.input.quarantine_path = join(out, "quarantine")
+        df = run.input.frame()
         meta = df._meta.assign(_uid=pd.Series([], dtype="int64"))
         df = df.map_partitions(_with_uid, meta=meta)
-        df = self._embedding_stage()(df)[[self.id_column, "_uid", "embedding"]]
+        if self.embedding_column is not None:
+            df = df[[self.id_column, "_uid", self.embedding_column]]
+            meta = _backend.to_pandas(df._meta).drop(columns=[self.embedding_column])
+            meta = meta.assign(embedding=_float32_lists(np.zeros((0, 0), np.float32), None))
+            df = df.map_partitions(_as_float32_lists, self.embedding_column, meta=meta)
+        else:
+            df = self._embedding_stage()(df)[[self.id_column, "_uid", "embedding"]]
         if self.id_column != "id":
             df = df.rename(columns={self.id_column: "id"})
-        df.to_parquet(os.path.join(out, "data"), write_index=False)
-        n = _count_rows(os.path.join(out, "data"))
-        _mark_done(out, {"documents": n})
+        df.to_parquet(join(out, "data"), write_index=False, storage_options=so)
+        n = count_rows(parquet_files(join(out, "data"), so), so)
+        run.steps.mark_done(out, {"documents": n})
         self.stats["embeddings_computed"] = 1
         return out
 
     def compute_clusters(self, emb_dir: str) -> str:
-        """Step 2: k-means and nearest centroid per document; skipped if already done."""
+        """Step 2: distributed k-means and nearest centroid per document; resumable."""
+        run = self._run()
+        so = self.storage_options
         out = self.step_dirs()["kmeans"]
-        if _is_done(out):
+        if run.steps.is_done(out):
             self.stats["kmeans_computed"] = 0
             return out
-        _clear(out)
-        from curator_dask.embeddings import column_to_embeddings, read_embeddings
-
-        data = os.path.join(emb_dir, "data")
-        vectors = column_to_embeddings(
-            read_embeddings(data, columns=["embedding"])["embedding"].compute()
+        run.steps.clear(out)
+        files = parquet_files(join(emb_dir, "data"), so)
+        sizes = [count_rows([f], so) for f in files]
+        n = sum(sizes)
+        n_clusters = max(1, min(self.n_clusters, n))
+        centroids, iterations = kmeans_distributed(
+            files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run.reporter
         )
-        n_clusters = min(self.n_clusters, len(vectors))
-        centroids = _fit_kmeans(vectors, n_clusters, self.seed, self.kmeans_max_iter)
-        os.makedirs(out, exist_ok=True)
-        np.save(os.path.join(out, "centroids.npy"), centroids)
-        emb = read_embeddings(data)
-        meta = emb._meta.assign(
-            cluster=pd.Series([], dtype="int64"), centroid_sim=pd.Series([], dtype="float32")
-        )
-        assigned = emb.map_partitions(_assign_clusters, centroids, meta=meta)
-        assigned.to_parquet(os.path.join(out, "data"), write_index=False)
-        _mark_done(out, {"n_clusters": int(n_clusters)})
+        write_bytes_atomic(_npy_bytes(centroids), join(out, "centroids.npy"), so)
+        tasks = [
+            dask.delayed(_assign_file)(f, join(out, "data", f"part-{i:05d}.parquet"), so, centroids)
+            for i, f in enumerate(files)
+        ]
+        run.reporter.compute(tasks, "assign clusters")
+        run.steps.mark_done(out, {"n_clusters": int(n_clusters), "iterations": iterations})
         self.stats["kmeans_computed"] = 1
         return out
 
     def compute_duplicates(self, km_dir: str) -> str:
-        """Step 3: duplicates within each cluster; skipped if already done."""
+        """Step 3: duplicates within each cluster, on the workers; resumable."""
+        run = self._run()
+        so = self.storage_options
         out = self.step_dirs()["duplicates"]
-        if _is_done(out):
+        if run.steps.is_done(out):
             self.stats["duplicates_computed"] = 0
             return out
-        _clear(out)
+        run.steps.clear(out)
         from curator_dask.embeddings import read_embeddings
 
-        assigned = read_embeddings(os.path.join(km_dir, "data"))
-        method = _shuffle_method(self.client)
-        shuffled = assigned.shuffle(on="cluster", method=method)
+        assigned = read_embeddings(join(km_dir, "data"), storage_options=so)
+        shuffled = assigned.shuffle(on="cluster", method=shuffle_method(self.client))
         id_dtype = assigned._meta["id"].dtype
-        meta = pd.DataFrame(
-            {
-                "id": pd.Series([], dtype=id_dtype),
-                "group": pd.Series([], dtype=id_dtype),
-                "cosine_similarity": pd.Series([], dtype="float32"),
-                "cluster": pd.Series([], dtype="int64"),
-                "_uid": pd.Series([], dtype="int64"),
-            }
-        )
         found = shuffled.map_partitions(
-            _duplicates_in_partition, float(self.eps), self.keep, meta=meta
+            _duplicates_in_partition, float(self.eps), self.keep, meta=_dups_meta(id_dtype)
         )
-        found.to_parquet(os.path.join(out, "data"), write_index=False)
-        _mark_done(out, {"eps": self.eps, "keep": self.keep})
+        write_frame(found, join(out, "data"), run.reporter, "duplicates", so)
+        run.steps.mark_done(out, {"eps": self.eps, "keep": self.keep})
         self.stats["duplicates_computed"] = 1
         return out
 
-    def run(self) -> dict[str, Any]:
-        """Run the three steps (reusing finished ones) and write the removed ids.
+    def run(self) -> DedupResult:
+        """Run the three steps (reusing finished ones) and write the outputs.
 
         Writes ``<output_path>/removed_ids/*.parquet`` with columns ``id`` and ``group``
-        (the id of the kept document), one row per removed document. Intermediate results
-        go under ``<cache_path>/semantic/``.
+        (the id of the kept document), one row per removed document; with
+        ``duplicate_groups`` every member to ``duplicate_groups/``; with ``perform_removal``
+        the kept documents to ``deduplicated/``. Intermediate results go under
+        ``<cache_path>/semantic/``.
 
         Returns
         -------
-        dict
-            ``documents``, ``n_clusters``, ``removed``, ``duplicate_groups``,
-            ``removed_ids``, ``cache_dirs``, ``seconds`` per step and ``stats`` (which
-            steps were computed rather than reused).
+        DedupResult
+            Counts, ``seconds`` per step, ``paths``; ``details`` holds ``n_clusters`` and
+            ``cache_dirs``; ``stats`` which steps were computed rather than reused.
         """
-        t0 = time.perf_counter()
-        seconds: dict[str, float] = {}
-        ctx = dask.config.set(scheduler=self.client) if self.client is not None else nullcontext()
-        with ctx:
-            t = time.perf_counter()
+        self._run_obj = None
+        run = self._run()
+        r = run.reporter
+        so = self.storage_options
+        with r.step("embeddings"):
             emb_dir = self.compute_embeddings()
-            seconds["embeddings"] = time.perf_counter() - t
-            t = time.perf_counter()
+            run.input.quarantine_path = join(emb_dir, "quarantine")
+        with r.step("kmeans"):
             km_dir = self.compute_clusters(emb_dir)
-            seconds["kmeans"] = time.perf_counter() - t
-            t = time.perf_counter()
+        with r.step("duplicates"):
             dup_dir = self.compute_duplicates(km_dir)
-            seconds["duplicates"] = time.perf_counter() - t
-            t = time.perf_counter()
-            removed = dd.read_parquet(os.path.join(dup_dir, "data"), columns=["id", "group"])
-            removed_dir = os.path.join(self.output_path, "removed_ids")
-            removed.to_parquet(removed_dir, write_index=False, overwrite=True)
-            n_removed = _count_rows(removed_dir)
-            n_groups = int(removed["group"].nunique().compute()) if n_removed else 0
-            seconds["output"] = time.perf_counter() - t
-        summary: dict[str, Any] = {
-            "documents": int(_read_done(emb_dir)["documents"]),
-            "n_clusters": int(_read_done(km_dir)["n_clusters"]),
-            "removed": n_removed,
-            "duplicate_groups": n_groups,
-            "removed_ids": removed_dir,
+        dups = read_parquet_dir(join(dup_dir, "data"), so, _dups_meta(object))
+        from curator_dask.dedup._common import members_meta
+
+        members = dups.map_partitions(_members, meta=members_meta(dups._meta["id"].dtype))
+        details = {
+            "n_clusters": int(run.steps.read_done(km_dir)["n_clusters"]),
             "cache_dirs": {"embeddings": emb_dir, "kmeans": km_dir, "duplicates": dup_dir},
-            "seconds": {k: round(v, 3) for k, v in seconds.items()},
-            "stats": dict(self.stats),
         }
-        summary["seconds"]["total"] = round(time.perf_counter() - t0, 3)
-        return summary
+        documents = int(run.steps.read_done(emb_dir)["documents"])
+        work = join(dup_dir, "output")
+        return self._finish(run, members, documents, work, details, self.stats)
 
     def duplicate_pairs(self) -> pd.DataFrame:
         """The removed documents with their kept document, similarity and cluster.
@@ -317,40 +256,79 @@ class SemanticDeduplicationWorkflow:
         cosine_similarity, cluster``.
         """
         dup_dir = self.step_dirs()["duplicates"]
-        if not _is_done(dup_dir):
+        run = self._run()
+        if not run.steps.is_done(dup_dir):
             raise FileNotFoundError(f"no finished duplicates step in {dup_dir}; call run()")
         cols = ["id", "group", "cosine_similarity", "cluster"]
-        return pd.read_parquet(os.path.join(dup_dir, "data"), columns=cols)
+        files = parquet_files(join(dup_dir, "data"), self.storage_options)
+        frames = [
+            pd.read_parquet(f, columns=cols, storage_options=self.storage_options)
+            if "://" in f
+            else pd.read_parquet(f, columns=cols)
+            for f in files
+        ]
+        return pd.concat(frames, ignore_index=True) if frames else _dups_meta(object)[cols]
 
 
 # -- partition functions ---------------------------------------------------------------
 def _with_uid(part: Any, partition_info: dict[str, Any] | None = None) -> Any:
     i = (partition_info or {}).get("number", 0)
-    uid = (np.int64(i) << _UID_SHIFT) + np.arange(len(part), dtype=np.int64)
+    uid = (np.int64(i) << UID_SHIFT) + np.arange(len(part), dtype=np.int64)
     lib = _frame_lib(part)
     return part.assign(_uid=lib.Series(uid, index=part.index))
 
 
-def _assign_clusters(part: Any, centroids: np.ndarray) -> Any:
-    """Nearest centroid (Euclidean, as k-means assigns) and cosine similarity to it."""
-    from curator_dask.embeddings import column_to_embeddings
+def _float32_lists(mat: np.ndarray, index: Any) -> pd.Series:
+    import pyarrow as pa
 
-    lib = _frame_lib(part)
-    if len(part) == 0:
-        return part.assign(
-            cluster=lib.Series([], dtype="int64"), centroid_sim=lib.Series([], dtype="float32")
-        )
-    vectors = column_to_embeddings(part["embedding"])
-    xp = _backend.array_module(vectors)
-    c = xp.asarray(centroids, dtype=xp.float32)
-    dist = (c * c).sum(axis=1)[None, :] - 2.0 * vectors @ c.T
-    cluster = dist.argmin(axis=1)
-    cn = c / xp.maximum(xp.linalg.norm(c, axis=1, keepdims=True), 1e-12)
-    sim = (vectors * cn[cluster]).sum(axis=1).astype(xp.float32)
-    return part.assign(
-        cluster=lib.Series(cluster.astype(xp.int64), index=part.index),
-        centroid_sim=lib.Series(sim, index=part.index),
+    n = len(mat)
+    dim = mat.shape[1] if n else 0
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * dim)
+    values = pa.array(np.ascontiguousarray(mat, dtype=np.float32).reshape(-1))
+    arr = pa.ListArray.from_arrays(offsets, values)
+    return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=index)
+
+
+def _as_float32_lists(part: Any, column: str) -> Any:
+    import pyarrow as pa
+
+    part = _backend.to_pandas(part)
+    values = part[column]
+    arr = values.array._pa_array if hasattr(values.array, "_pa_array") else pa.array(values.array)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    mat = (
+        arr.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(n, -1)
+        if n
+        else np.zeros((0, 0), np.float32)
     )
+    return part.drop(columns=[column]).assign(embedding=_float32_lists(mat, part.index))
+
+
+def _dups_meta(id_dtype: Any) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "id": pd.Series([], dtype=id_dtype),
+            "group": pd.Series([], dtype=id_dtype),
+            "cosine_similarity": pd.Series([], dtype="float32"),
+            "cluster": pd.Series([], dtype="int64"),
+            "_uid": pd.Series([], dtype="int64"),
+            "group_uid": pd.Series([], dtype="int64"),
+        }
+    )
+
+
+def _members(part: pd.DataFrame) -> pd.DataFrame:
+    """Removed rows and their kept documents -> ``id, group, _uid, removed``."""
+    removed = pd.DataFrame(
+        {"id": part["id"], "group": part["group"], "_uid": part["_uid"], "removed": True}
+    )
+    kept = pd.DataFrame(
+        {"id": part["group"], "group": part["group"], "_uid": part["group_uid"], "removed": False}
+    ).drop_duplicates("_uid")
+    out = pd.concat([kept, removed], ignore_index=True)
+    return out.astype({"_uid": "int64", "removed": bool})
 
 
 def _duplicates_in_partition(part: Any, eps: float, keep: str) -> pd.DataFrame:
@@ -364,16 +342,7 @@ def _duplicates_in_partition(part: Any, eps: float, keep: str) -> pd.DataFrame:
         for _, rows in part.groupby("cluster", sort=True).indices.items():
             out.append(_cluster_duplicates(part.iloc[rows], vectors[rows], eps, keep))
     if not out:
-        id_dtype = part["id"].dtype
-        return pd.DataFrame(
-            {
-                "id": pd.Series([], dtype=id_dtype),
-                "group": pd.Series([], dtype=id_dtype),
-                "cosine_similarity": pd.Series([], dtype="float32"),
-                "cluster": pd.Series([], dtype="int64"),
-                "_uid": pd.Series([], dtype="int64"),
-            }
-        )
+        return _dups_meta(part["id"].dtype)
     return pd.concat(out, ignore_index=True)
 
 
@@ -447,28 +416,185 @@ def _cluster_duplicates(rows: pd.DataFrame, vectors: Any, eps: float, keep: str)
             "cosine_similarity": sim[gone].astype(np.float32),
             "cluster": rows["cluster"].to_numpy(np.int64)[order][gone],
             "_uid": uid[order][gone],
+            "group_uid": uid[order][kept_by[gone]],
         }
     )
 
 
 # -- k-means -----------------------------------------------------------------------------
-def _fit_kmeans(vectors: np.ndarray, n_clusters: int, seed: int, max_iter: int) -> np.ndarray:
-    """Centroids of k-means: cuML under the cudf backend, scikit-learn otherwise."""
-    if _backend.backend_name() == "cudf":  # pragma: no cover - needs a GPU
-        import cupy
-        from cuml.cluster import KMeans as GpuKMeans
+def _read_matrix(path: str, storage_options: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
+    """A part file's table and its ``(n, dim)`` float32 embedding matrix."""
+    import pyarrow.parquet as pq
 
-        km = GpuKMeans(n_clusters=n_clusters, random_state=seed, max_iter=max_iter, n_init=1)
-        km.fit(cupy.asarray(vectors))
-        return cupy.asnumpy(km.cluster_centers_).astype(np.float32)
-    from curator_dask.models import require
+    fs, p = get_fs(path, storage_options)
+    with fs.open(p, "rb") as f:
+        table = pq.read_table(f)
+    col = table.column("embedding").combine_chunks()
+    n = len(col)
+    if n == 0:
+        return table, np.zeros((0, 0), np.float32)
+    flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return table, flat.reshape(n, -1)
 
-    require("sklearn", "SemanticDeduplicationWorkflow's k-means")
-    from sklearn.cluster import KMeans
 
-    km = KMeans(n_clusters=n_clusters, random_state=seed, max_iter=max_iter, n_init=1)
-    km.fit(np.asarray(vectors, dtype=np.float32))
-    return np.asarray(km.cluster_centers_, dtype=np.float32)
+def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Index of the nearest centroid (squared Euclidean) of each row."""
+    dist = (centroids * centroids).sum(axis=1)[None, :] - 2.0 * (vectors @ centroids.T)
+    return np.asarray(dist.argmin(axis=1), dtype=np.int64)
+
+
+def _partial_sums(vectors: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    k, d = centroids.shape
+    sums = np.zeros((k, d), np.float64)
+    counts = np.zeros(k, np.int64)
+    if len(vectors):
+        nearest = _nearest(vectors, centroids)
+        np.add.at(sums, nearest, vectors.astype(np.float64))
+        counts += np.bincount(nearest, minlength=k)
+    return sums, counts
+
+
+def _file_sums(
+    path: str, storage_options: dict[str, Any] | None, centroids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    return _partial_sums(_read_matrix(path, storage_options)[1], centroids)
+
+
+def _add_sums(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _pick_rows(path: str, storage_options: dict[str, Any] | None, rows: list[int]) -> np.ndarray:
+    return _read_matrix(path, storage_options)[1][rows]
+
+
+def _update(centroids: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """New centroids: the mean of their members; an empty cluster keeps its centroid."""
+    new = centroids.astype(np.float64).copy()
+    hit = counts > 0
+    new[hit] = sums[hit] / counts[hit, None]
+    return new.astype(np.float32)
+
+
+def initial_rows(n: int, n_clusters: int, seed: int) -> np.ndarray:
+    """The sorted global row numbers of the documents that seed the centroids."""
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=n_clusters, replace=False))
+
+
+def kmeans_reference(
+    vectors: np.ndarray, n_clusters: int, seed: int, max_iter: int
+) -> tuple[np.ndarray, int]:
+    """Single-process k-means with the same initialisation and updates; ``(centroids, iters)``."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    centroids = vectors[initial_rows(len(vectors), n_clusters, seed)].copy()
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned
+        sums, counts = _partial_sums(vectors, centroids)
+        new = _update(centroids, sums, counts)
+        shift = float(((new - centroids).astype(np.float64) ** 2).sum())
+        centroids = new
+        if shift <= KMEANS_TOL:
+            break
+    return centroids, it
+
+
+def kmeans_distributed(
+    files: list[str],
+    sizes: list[int],
+    n_clusters: int,
+    seed: int,
+    max_iter: int,
+    storage_options: dict[str, Any] | None,
+    reporter: Any,
+) -> tuple[np.ndarray, int]:
+    """Lloyd's k-means over part files; each iteration a map on the workers and a tree sum.
+
+    Equal to :func:`kmeans_reference` on the concatenated files (same seed rows, same
+    update); the client holds only the centroids and one ``n_clusters x dim`` sum.
+    """
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    seeds = initial_rows(int(starts[-1]), n_clusters, seed)
+    picks = []
+    for i, f in enumerate(files):
+        local = seeds[(seeds >= starts[i]) & (seeds < starts[i + 1])] - starts[i]
+        if len(local):
+            picks.append(dask.delayed(_pick_rows)(f, storage_options, local.tolist()))
+    centroids = np.concatenate(dask.compute(*picks)).astype(np.float32)
+    counter = reporter.counter("k-means", max_iter, "iterations")
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned
+        parts = [dask.delayed(_file_sums)(f, storage_options, centroids) for f in files]
+        while len(parts) > 1:  # a tree: no task receives more than two partial sums
+            parts = [
+                dask.delayed(_add_sums)(parts[j], parts[j + 1]) if j + 1 < len(parts) else parts[j]
+                for j in range(0, len(parts), 2)
+            ]
+        ((sums, counts),) = dask.compute(parts[0])
+        new = _update(centroids, sums, counts)
+        shift = float(((new - centroids).astype(np.float64) ** 2).sum())
+        centroids = new
+        counter.tick()
+        if shift <= KMEANS_TOL:
+            break
+    return centroids, it
+
+
+def _assign(vectors: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest centroid and the cosine similarity to it."""
+    if len(vectors) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    cluster = _nearest(vectors, centroids)
+    cn = centroids / np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
+    sim = (vectors * cn[cluster]).sum(axis=1).astype(np.float32)
+    return cluster, sim
+
+
+def _assign_file(
+    path: str, out: str, storage_options: dict[str, Any] | None, centroids: np.ndarray
+) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table, vectors = _read_matrix(path, storage_options)
+    cluster, sim = _assign(vectors, centroids)
+    table = table.append_column("cluster", pa.array(cluster, pa.int64()))
+    table = table.append_column("centroid_sim", pa.array(sim, pa.float32()))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    write_bytes_atomic(sink.getvalue().to_pybytes(), out, storage_options)
+    return len(table)
+
+
+def semantic_reference(
+    ids: Any, vectors: np.ndarray, n_clusters: int, eps: float, keep: str, seed: int,
+    max_iter: int, uids: np.ndarray | None = None,
+) -> dict[Any, Any]:  # fmt: skip
+    """The removed ``{id: kept id}`` of the whole method in one process (for tests)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    ids = np.asarray(ids, dtype=object)
+    uid = np.arange(len(ids), dtype=np.int64) if uids is None else np.asarray(uids)
+    centroids, _ = kmeans_reference(vectors, max(1, min(n_clusters, len(ids))), seed, max_iter)
+    cluster, sim = _assign(vectors, centroids)
+    out: dict[Any, Any] = {}
+    for c in np.unique(cluster):
+        rows = np.flatnonzero(cluster == c)
+        order = keep_order(sim[rows], uid[rows], keep)
+        removed, kept_by, _ = greedy_duplicates(vectors[rows][order], eps)
+        r_ids = ids[rows][order]
+        for j in np.flatnonzero(removed):
+            out[r_ids[j]] = r_ids[kept_by[j]]
+    return out
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
 
 
 # -- small helpers ---------------------------------------------------------------------------
@@ -490,74 +616,3 @@ def _model_fingerprint(model_dir: str) -> Any:
         st = os.stat(f)
         stats.append((os.path.basename(f), st.st_size, st.st_mtime_ns))
     return (os.path.abspath(model_dir), stats)
-
-
-def _shuffle_method(client: Any) -> str:
-    method = str(config.get("shuffle.method", "p2p"))
-    if method != "p2p" or client is not None:
-        return method
-    try:
-        from distributed import default_client
-
-        default_client()
-    except (ImportError, ValueError):
-        return "tasks"
-    return method
-
-
-def _count_rows(path: str) -> int:
-    import pyarrow.parquet as pq
-
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(glob.glob(f"{path}/*.parquet")))
-
-
-def _is_done(directory: str) -> bool:
-    return os.path.exists(os.path.join(directory, "_DONE"))
-
-
-def _read_done(directory: str) -> dict[str, Any]:
-    with open(os.path.join(directory, "_DONE")) as f:
-        return dict(json.load(f))
-
-
-def _mark_done(directory: str, info: dict[str, Any]) -> None:
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f"_DONE.tmp-{uuid.uuid4().hex}")
-    with open(tmp, "w") as f:
-        json.dump(info, f)
-    os.replace(tmp, os.path.join(directory, "_DONE"))
-
-
-def _clear(directory: str) -> None:
-    # A step directory without its marker holds a partial result: start it again.
-    if os.path.isdir(directory):
-        shutil.rmtree(directory)
-
-
-def _input_files(input_path: str | Sequence[str] | None) -> list[str]:
-    paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path or [])
-    files: list[str] = []
-    for p in map(os.fspath, paths):
-        if os.path.isdir(p):
-            files += sorted(
-                f
-                for f in glob.glob(os.path.join(p, "**", "*"), recursive=True)
-                if os.path.isfile(f) and not os.path.basename(f).startswith(("_", "."))
-            )
-        elif any(c in p for c in "*?["):
-            files += sorted(glob.glob(p))
-        else:
-            files.append(p)
-    return files
-
-
-def _file_fingerprint(input_path: str | Sequence[str] | None) -> str:
-    """Paths, sizes and mtimes of the input files (remote paths: the path alone)."""
-    stats: list[tuple[str, int | None, int | None]] = []
-    for f in _input_files(input_path):
-        try:
-            st = os.stat(f)
-            stats.append((os.path.abspath(f), st.st_size, st.st_mtime_ns))
-        except OSError:
-            stats.append((f, None, None))
-    return tokenize(stats)
