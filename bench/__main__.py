@@ -27,6 +27,11 @@ BENCHMARKS = {
     "pipeline": ("bench_pipeline.py", ["--modes", "streaming", "batch"], True),
     "io": ("bench_io.py", ["--out", os.path.join(RESULTS, "bench_io.json")], True),
     "filters": ("bench_filters.py", ["--out", os.path.join(RESULTS, "bench_filters.json")], True),
+    "filters_memory": (
+        "bench_filters_memory.py",
+        ["--out", os.path.join(RESULTS, "bench_filters_memory.json")],
+        True,
+    ),
     "cli": ("bench_cli.py", [], True),
     "dedup_memory": ("bench_dedup_memory.py", [], False),
     "models": ("bench_models.py", [], False),

@@ -30,3 +30,62 @@ def register_defaults() -> None:
 def get(key: str, default: Any = None) -> Any:
     """Read ``curator.<key>`` from dask config, e.g. ``get("io.blocksize")``."""
     return dask.config.get(f"curator.{key}", default=default)
+
+
+def blocksize_for_memory(
+    memory_limit: float | None,
+    threads_per_worker: int = 1,
+    *,
+    peak_per_partition_byte: float | None = None,
+    memory_fraction: float | None = None,
+) -> int:
+    """A reader blocksize (bytes) that keeps a worker's peak under a share of its memory.
+
+    A worker runs ``threads_per_worker`` partitions at once, and each partition's tasks
+    peak at about ``peak_per_partition_byte`` times its bytes. The blocksize is the largest
+    power-of-two MiB such that all of them together stay under ``memory_fraction`` of
+    ``memory_limit``; at least 1 MiB, at most ``curator.io.blocksize``.
+
+    Parameters
+    ----------
+    memory_limit : float or None
+        A worker's memory limit in bytes (``distributed``'s ``memory_limit``); ``None``
+        or 0 (no limit) returns ``curator.io.blocksize``.
+    threads_per_worker : int
+        Partitions processed at the same time by one worker.
+    peak_per_partition_byte : float, optional
+        Peak memory per byte of input; default ``curator.io.peak-per-partition-byte``
+        (measured with ``bench/bench_filters_memory.py`` and ``bench/bench_dedup_memory.py``).
+    memory_fraction : float, optional
+        Share of the limit a run may use; default ``curator.io.memory-fraction`` (0.6).
+
+    Returns
+    -------
+    int
+        The blocksize in bytes.
+
+    Examples
+    --------
+    >>> blocksize_for_memory(8 * 2**30, threads_per_worker=2, peak_per_partition_byte=6)
+    256000000
+    >>> blocksize_for_memory(4 * 2**30, threads_per_worker=4, peak_per_partition_byte=6) // 2**20
+    64
+    """
+    from dask.utils import parse_bytes
+
+    ceiling = int(parse_bytes(get("io.blocksize", "256MB")))
+    if not memory_limit:
+        return ceiling
+    if threads_per_worker < 1:
+        raise ValueError(f"threads_per_worker must be >= 1, got {threads_per_worker}")
+    peak = float(peak_per_partition_byte or get("io.peak-per-partition-byte", 6))
+    fraction = float(memory_fraction or get("io.memory-fraction", 0.6))
+    if peak <= 0 or not 0 < fraction <= 1:
+        raise ValueError(
+            f"need peak_per_partition_byte > 0 and 0 < memory_fraction <= 1, got {peak}, {fraction}"
+        )
+    budget = memory_limit * fraction / (threads_per_worker * peak)
+    mib = 1
+    while mib * 2 * 2**20 <= budget:
+        mib *= 2
+    return min(ceiling, mib * 2**20)

@@ -322,7 +322,15 @@ class BoilerPlateStringFilter(_MaxScoreFilter):
         def compute(t: Any) -> Any:
             # Only documents whose lower-cased text holds a phrase can have a boilerplate
             # paragraph (lower-casing is per code point): score just those.
-            hit = t.str.lower().str.contains(pattern).to_numpy(dtype=bool)
+            # In slices of about 16 MB: the lower-cased copy stays small.
+            step = max(1, int(16e6 * len(t) / max(1, int(S.nchars(t).sum()))))
+            hit = np.concatenate(
+                [
+                    t.iloc[i : i + step].str.lower().str.contains(pattern).to_numpy(dtype=bool)
+                    for i in range(0, len(t), step)
+                ]
+                or [np.zeros(0, bool)]
+            )
             score = np.zeros(len(t))
             if hit.any():
                 score[hit] = self._vectorised_score(t[hit]).to_numpy(dtype="float64")
