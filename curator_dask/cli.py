@@ -30,10 +30,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import errno
 import importlib
 import logging
 import os
 import sys
+import traceback
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
@@ -105,6 +107,12 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         action="store_true",
         help="start a local CUDA cluster (one worker per GPU, RMM pool)",
     )
+    g.add_argument(
+        "--connect-timeout",
+        metavar="TIME",
+        help="give up on a scheduler that does not answer, or has no workers, after this "
+        "long (default: curator.cluster.connect-timeout, 30s)",
+    )
     return parser
 
 
@@ -126,11 +134,16 @@ def cluster_config_from_args(
         changes.update(kind="scheduler_file", scheduler_file=scheduler_file)
     elif getattr(args, "gpu", False):
         changes["kind"] = "gpu"
-    for name in ("n_workers", "threads_per_worker", "memory_limit", "local_directory"):
+    names = ("n_workers", "threads_per_worker", "memory_limit", "local_directory")
+    for name in (*names, "connect_timeout"):
         value = getattr(args, name, None)
         if value is not None:
             changes[name] = value
-    return dataclasses.replace(cfg, **changes) if changes else cfg
+    try:
+        return dataclasses.replace(cfg, **changes) if changes else cfg
+    except ValueError as e:
+        flag = next((f"--{n.replace('_', '-')}" for n in changes if n in str(e)), "cluster")
+        raise ConfigError(flag, str(e)) from None
 
 
 @contextlib.contextmanager
@@ -167,7 +180,38 @@ def load_run_config(path: str | os.PathLike[str]) -> RunConfig:
 
 
 def run_config_from_dict(data: Any) -> RunConfig:
-    """Build a :class:`RunConfig` from the parsed YAML mapping."""
+    """Build a :class:`RunConfig` from the parsed YAML mapping.
+
+    The ``config:`` section is resolved first and is in force while the reader, stages and
+    writer are built (their defaults, e.g. ``curator.io.blocksize``, come from it);
+    :func:`main` sets it again for the run.
+    """
+    import dask.config
+
+    if not isinstance(data, Mapping):
+        raise ConfigError("", f"a pipeline file holds a mapping, got {type(data).__name__}")
+    _no_unknown(data, _TOP_KEYS, "")
+    dask_config = data.get("config") or {}
+    _mapping(dask_config, "config")
+    _check_config_keys(dask_config)
+    # The file's config applies to everything, the readers' and stages' defaults included:
+    # it is in force while they are built here, and again while the run goes (_cmd_run).
+    with dask.config.set(dict(dask_config)):
+        return _run_config(data, dict(dask_config))
+
+
+def _check_config_keys(dask_config: Mapping[str, Any]) -> None:
+    """A ``curator.*`` key that is not a setting is a typo: name it."""
+    import dask.config
+
+    missing = object()
+    for key in dask_config:
+        is_ours = isinstance(key, str) and key.startswith("curator.")
+        if is_ours and dask.config.get(key, default=missing) is missing:
+            raise ConfigError(f"config.{key}", "unknown setting (see curator_dask/curator.yaml)")
+
+
+def _run_config(data: Mapping[str, Any], dask_config: dict[str, Any]) -> RunConfig:
     import dask.config
 
     from curator_dask.cluster import ClusterConfig
@@ -175,9 +219,6 @@ def run_config_from_dict(data: Any) -> RunConfig:
     from curator_dask.pipeline import Pipeline
     from curator_dask.stage import ProcessingStage
 
-    if not isinstance(data, Mapping):
-        raise ConfigError("", f"a pipeline file holds a mapping, got {type(data).__name__}")
-    _no_unknown(data, _TOP_KEYS, "")
     for key in ("reader", "writer"):
         if key not in data:
             raise ConfigError(key, "required")
@@ -216,9 +257,7 @@ def run_config_from_dict(data: Any) -> RunConfig:
         except (TypeError, ValueError) as e:
             bad = next((k for k in data["cluster"] if str(k).replace("-", "_") in str(e)), None)
             raise ConfigError(f"cluster.{bad}" if bad else "cluster", str(e)) from e
-    dask_config = data.get("config") or {}
-    _mapping(dask_config, "config")
-    return RunConfig(pipeline, mode, max_in_flight, cluster, dict(dask_config))
+    return RunConfig(pipeline, mode, max_in_flight, cluster, dask_config)
 
 
 def _mapping(value: Any, key: str) -> None:
@@ -496,6 +535,12 @@ def add_logging_args(parser: argparse.ArgumentParser, *, suppress: bool = False)
         help="also append every message (debug included) to FILE",
         **default,
     )
+    g.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback of an error (also with -v)",
+        **default,
+    )
 
 
 def setup_logging(
@@ -566,14 +611,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     import dask.config
 
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(dask.config.set(run.dask_config))
-        if args.sequential:
-            result = run.pipeline.run(SequentialExecutor(), execution_mode=mode)
-        else:
-            client = stack.enter_context(client_from_args(args, base=run.cluster))
-            executor = DaskExecutor(client=client, max_in_flight=run.max_in_flight)
-            result = run.pipeline.run(executor, execution_mode=mode)
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(dask.config.set(run.dask_config))
+            if args.sequential:
+                result = run.pipeline.run(SequentialExecutor(), execution_mode=mode)
+            else:
+                client = stack.enter_context(client_from_args(args, base=run.cluster))
+                executor = DaskExecutor(client=client, max_in_flight=run.max_in_flight)
+                result = run.pipeline.run(executor, execution_mode=mode)
+    except KeyboardInterrupt:
+        raise RunInterrupted(run.pipeline.writer) from None
     print(result.summary())
     return 0
 
@@ -658,26 +706,130 @@ def _metrics_server(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run``: carries the writer, to say how far the run got."""
+
+    def __init__(self, writer: Any) -> None:
+        super().__init__()
+        self.writer = writer
+
+
+def _finished_partitions(writer: Any) -> tuple[int, str] | None:
+    """Partitions with their statistics record written (what a resumed run skips)."""
+    try:
+        layout = writer.layout
+        stats_dir = layout.partition_stats_path(0).rsplit("/", 1)[0]
+        fs, root = layout.fs(stats_dir)
+        names = fs.glob(root.rstrip("/") + "/part-*.json") if fs.exists(root) else []
+        return len(names), layout.root
+    except Exception:  # the message is best effort; never hide the interrupt
+        return None
+
+
+def _interrupted_message(err: KeyboardInterrupt) -> str:
+    writer = getattr(err, "writer", None)
+    done = _finished_partitions(writer) if writer is not None else None
+    if done is None:
+        return "curator-dask: interrupted (Ctrl-C)"
+    n, root = done
+    mode = getattr(writer, "mode", None)
+    how = (
+        "run the same command again to continue"
+        if mode == "resume"
+        else "set the writer's mode: resume and run again to continue from there"
+    )
+    return (
+        f"curator-dask: interrupted (Ctrl-C): {n} partition(s) finished in {root}\n"
+        f"curator-dask: {how} (finished partitions are not redone)"
+    )
+
+
+def _one_line(err: BaseException, limit: int = 400) -> str:
+    text = str(err).strip().splitlines()
+    line = text[0] if text else ""
+    if isinstance(err, OSError) and err.filename and str(err.filename) not in line:
+        line = f"{line}: {err.filename}" if line else str(err.filename)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def describe_error(err: BaseException) -> tuple[int, str]:
+    """Exit status and the one or two lines that tell a user what went wrong and what to do.
+
+    2 for a usage error (arguments, the pipeline file), 1 for everything at run time.
+    """
+    from curator_dask.cluster import ClusterConnectError
+
+    name = type(err).__name__
+    msg = _one_line(err)
+    if isinstance(err, ConfigError):
+        return 2, f"curator-dask: error: {msg}"
+    if isinstance(err, ClusterConnectError):
+        return 1, f"curator-dask: error: {msg}"
+    if name in ("NoCredentialsError", "PartialCredentialsError"):
+        return 1, (
+            f"curator-dask: error: no S3 credentials: {msg}\n"
+            "curator-dask: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, or "
+            "storage_options {key, secret}"
+        )
+    if name == "ClientError" or (isinstance(err, PermissionError) and "s3" in msg.lower()):
+        return 1, (
+            f"curator-dask: error: the object store refused the request: {msg}\n"
+            "curator-dask: check the credentials, the bucket name and its permissions"
+        )
+    if isinstance(err, FileNotFoundError):
+        if "bucket" in msg.lower():
+            return 1, f"curator-dask: error: {msg}"
+        return 1, f"curator-dask: error: {msg}\ncurator-dask: check the path and that it exists"
+    if isinstance(err, PermissionError):
+        return 1, (
+            f"curator-dask: error: permission denied: {msg}\n"
+            "curator-dask: check the permissions of that path, or write elsewhere"
+        )
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        return 1, (
+            f"curator-dask: error: disk full: {msg}\n"
+            "curator-dask: free space or write elsewhere; with mode: resume a rerun keeps "
+            "the finished partitions"
+        )
+    known = ("AccountingError", "MalformedInputError", "TruncatedInputError")
+    if name in known or isinstance(err, (OSError, MemoryError)):
+        return 1, f"curator-dask: error: {msg}"
+    return 1, (
+        f"curator-dask: error: {name}: {msg}\n"
+        "curator-dask: run again with --debug for the traceback"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``curator-dask``; returns the exit status."""
+    """Entry point of ``curator-dask``; returns the exit status.
+
+    Errors a user can cause print one or two lines (what, where, what to do) and return 1
+    (at run time) or 2 (usage); ``--debug`` or ``-v`` also prints the traceback.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
     setup_logging(args.verbose, args.quiet, args.log_level, args.log_file)
-    from curator_dask.pipeline import AccountingError
-
+    debug = bool(getattr(args, "debug", False) or (getattr(args, "verbose", 0) or 0) > 0)
     try:
         with _metrics_server(args):
             return int(args.func(args) or 0)
-    except ConfigError as e:
-        where = getattr(args, "config", None)
-        print(f"curator-dask: error: {where + ': ' if where else ''}{e}", file=sys.stderr)
-        return 2
-    except AccountingError as e:
-        print(f"curator-dask: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        if debug:
+            traceback.print_exc()
+        print(_interrupted_message(e), file=sys.stderr)
         return 1
+    except Exception as e:
+        if debug:
+            traceback.print_exc()
+        code, message = describe_error(e)
+        where = getattr(args, "config", None)
+        if isinstance(e, ConfigError) and where:
+            message = message.replace("error: ", f"error: {where}: ", 1)
+        print(message, file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":  # pragma: no cover

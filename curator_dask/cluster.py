@@ -30,7 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
+import socket
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +94,10 @@ class ClusterConfig:
         certificate (local clusters, needs ``cryptography``); or a dict of
         ``Security`` arguments (``tls_ca_file``, ``tls_client_cert``, ``tls_client_key``,
         ...) as written in YAML.
+    connect_timeout : str or float, optional
+        Connecting kinds: how long to wait for the scheduler to answer, for the scheduler
+        file to appear and for workers to join before failing with
+        :class:`ClusterConnectError`; default ``curator.cluster.connect-timeout`` (30 s).
 
     Examples
     --------
@@ -122,6 +129,7 @@ class ClusterConfig:
     adaptive_minimum: int | None = None
     adaptive_maximum: int | None = None
     security: Any = None
+    connect_timeout: str | float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -134,6 +142,12 @@ class ClusterConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"ClusterConfig.{name} must be an int >= 0, got {value!r}")
+        local = self.kind in ("cpu", "gpu")
+        if local and self.n_workers == 0 and not self.adaptive_maximum:
+            raise ValueError(
+                "ClusterConfig.n_workers is 0: a local cluster without workers runs nothing; "
+                "give n_workers >= 1, or leave it unset to size it to the machine"
+            )
 
     # -- constructors ---------------------------------------------------------------
     @classmethod
@@ -292,17 +306,106 @@ def _gpu_cluster(config: ClusterConfig) -> Any:
     )
 
 
+class ClusterConnectError(ConnectionError):
+    """The scheduler could not be reached, did not answer, or has no workers.
+
+    The message is one line that says what to check.
+    """
+
+
+def connect_timeout(config: ClusterConfig, timeout: str | float | None = None) -> float:
+    """Seconds to wait for a scheduler: ``timeout``, else the config's, else 30."""
+    value = timeout if timeout is not None else config.connect_timeout
+    if value is None:
+        value = _config.get("cluster.connect-timeout", None) or "30s"
+    seconds = parse_timedelta(value)
+    if seconds is None or seconds <= 0:
+        raise ValueError(f"connect timeout must be > 0, got {value!r}")
+    return float(seconds)
+
+
+def _tcp_host_port(address: str) -> tuple[str, int] | None:
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme != "tcp":
+        return None  # tls, ucx, inproc: left to distributed
+    rest = rest.split("/", 1)[0]
+    host, colon, port = rest.rpartition(":")
+    if not colon or not port.isdigit():
+        host, port = rest, "8786"
+    return host.strip("[]"), int(port)
+
+
+def probe_scheduler(address: str, timeout: float) -> None:
+    """Fail fast unless a dask scheduler answers at a ``tcp://`` address.
+
+    A scheduler sends its handshake as soon as a connection is accepted; a port that
+    accepts and stays silent (a dashboard, another service, a stuck process) would make
+    ``distributed.Client`` wait forever, so this waits ``timeout`` seconds at most.
+    """
+    where = _tcp_host_port(address)
+    if where is None:
+        return
+    deadline = time.monotonic() + timeout
+    hint = "check the address and port (a scheduler listens on 8786 by default)"
+    try:
+        sock = socket.create_connection(where, timeout=timeout)
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        raise ClusterConnectError(
+            f"cannot reach a dask scheduler at {address}: {reason}; {hint} and that "
+            "`dask scheduler` is running there"
+        ) from None
+    with sock:
+        sock.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            answer = sock.recv(1)
+        except OSError:
+            answer = b""
+    if not answer:
+        raise ClusterConnectError(
+            f"{address} accepted a connection but did not answer as a dask scheduler within "
+            f"{timeout:g} s; is it the dashboard (8787) or another service? {hint}; raise "
+            "curator.cluster.connect-timeout if the scheduler is just slow"
+        )
+
+
+def _wait_for_scheduler_file(path: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(path) as f:
+                return str(json.load(f)["address"])
+        except FileNotFoundError:
+            pass
+        except (ValueError, KeyError):  # being written right now
+            pass
+        if time.monotonic() > deadline:
+            if not os.path.exists(path):
+                raise ClusterConnectError(
+                    f"scheduler file {path} does not exist (waited {timeout:g} s): start "
+                    f"`dask scheduler --scheduler-file {path}` or fix the path"
+                )
+            raise ClusterConnectError(f"scheduler file {path} holds no scheduler address")
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
-def get_client(config: ClusterConfig | None = None, *, timeout: str = "60s") -> Iterator[Any]:
+def get_client(
+    config: ClusterConfig | None = None, *, timeout: str | float | None = None
+) -> Iterator[Any]:
     """Yield a :class:`distributed.Client` for ``config``; close what was started on exit.
 
     Parameters
     ----------
     config : ClusterConfig, optional
         Defaults to :meth:`ClusterConfig.from_dask_config` (``curator.cluster.*``).
-    timeout : str
-        How long to wait for the scheduler and, for the connecting kinds with
-        ``n_workers`` set, for that many workers.
+    timeout : str or float, optional
+        Connecting kinds: how long to wait for the scheduler file, the scheduler's answer
+        and its workers (``n_workers`` of them, else at least one); default
+        ``config.connect_timeout``, else ``curator.cluster.connect-timeout`` (30 s).
+        Past it, :class:`ClusterConnectError` says what to check.
 
     Examples
     --------
@@ -320,23 +423,41 @@ def get_client(config: ClusterConfig | None = None, *, timeout: str = "60s") -> 
         finally:
             cluster.close()
         return
-    kwargs: dict[str, Any] = {"timeout": timeout}
+    seconds = connect_timeout(config, timeout)
+    kwargs: dict[str, Any] = {"timeout": seconds}
     security = config.security_object()
     if security is not None:
         kwargs["security"] = security
     if config.kind == "address":
-        client = Client(config.address, **kwargs)
+        address = str(config.address)
     else:
-        client = Client(scheduler_file=str(config.scheduler_file), **kwargs)
+        address = _wait_for_scheduler_file(str(config.scheduler_file), seconds)
+    probe_scheduler(address, seconds)
     try:
-        if config.n_workers:
-            client.wait_for_workers(config.n_workers, timeout=parse_timedelta(timeout))
+        client = Client(address, **kwargs)
+    except OSError as e:
+        raise ClusterConnectError(
+            f"could not connect to the dask scheduler at {address}: {e}"
+        ) from None
+    try:
+        want = config.n_workers or 1
+        try:
+            client.wait_for_workers(want, timeout=seconds)
+        except TimeoutError:
+            have = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            raise ClusterConnectError(
+                f"the scheduler at {address} has {have} worker(s), {want} wanted, after "
+                f"{seconds:g} s: start workers with `dask worker {address}` (or lower "
+                "--n-workers)"
+            ) from None
         yield client
     finally:
         client.close()
 
 
-def connect(config: ClusterConfig | None = None, *, timeout: str = "60s") -> tuple[Any, Any]:
+def connect(
+    config: ClusterConfig | None = None, *, timeout: str | float | None = None
+) -> tuple[Any, Any]:
     """Return ``(client, close)`` for ``config``: :func:`get_client` without a ``with`` block.
 
     For notebooks, where a cell opens the client and a later cell (or nothing) closes

@@ -102,9 +102,8 @@ def list_files(
                 and not _is_hidden(name[len(base) :] if name.startswith(base) else name)
             ]
             if not infos:
-                raise FileNotFoundError(
-                    f"directory {url!r} holds no files ending in {', '.join(suffixes)}"
-                )
+                shown = ", ".join(suffixes[:4]) + (", ..." if len(suffixes) > 4 else "")
+                raise FileNotFoundError(f"directory {url!r} holds no files ending in {shown}")
         else:
             try:
                 infos = [fs.info(root)]
