@@ -131,6 +131,10 @@ class FuzzyParams:
         A named ``(num_bands, minhashes_per_band)``: ``"recall"`` 30 x 8, ``"nemo"`` 20 x 13
         (NeMo Curator's default shape).
 {_COMMON_TAIL}
+    num_anchors : int, optional
+        Candidate check against at most this many anchors per bucket (cost linear in the
+        bucket size; see :func:`~curator_dask.dedup.lsh.verify_buckets`); None checks every
+        pair a bucket needs (exhaustive, quadratic in the worst case).
     """
 
     input_path: str | Sequence[str] | None = None
@@ -157,6 +161,7 @@ class FuzzyParams:
     input_format: str | None = None
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
     duplicate_groups: bool = False
+    num_anchors: int | None = 4
 
 
 @dataclass

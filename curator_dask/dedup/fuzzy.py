@@ -169,11 +169,12 @@ def _verify_part(
     ngram: int,
     normalization: str,
     threshold: float,
+    max_anchors: int | None = None,
 ) -> pd.DataFrame:
     part = part.sort_values(["bucket", "uid"], kind="stable")
     hashes, offsets = shingle_hashes(part["text"], ngram, kind, normalization)
     sets, set_off = unique_shingles(hashes, offsets)
-    a, b, _ = verify_buckets(part["bucket"].to_numpy(), sets, set_off, threshold)
+    a, b, _ = verify_buckets(part["bucket"].to_numpy(), sets, set_off, threshold, max_anchors)
     uid = part["uid"].to_numpy(np.int64)
     u, v = uid[a], uid[b]
     return pd.DataFrame({"u": np.minimum(u, v), "v": np.maximum(u, v)}).drop_duplicates()
@@ -221,6 +222,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             value = getattr(self, name)
             if value is not None and int(value) < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.num_anchors is not None and self.num_anchors < 1:
+            raise ValueError(f"num_anchors must be >= 1 or None, got {self.num_anchors}")
         if self.bands_per_iteration is not None and self.bands_per_iteration < 1:
             raise ValueError("bands_per_iteration must be >= 1")
         if not 0.0 < self.jaccard_threshold <= 1.0:
@@ -232,6 +235,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 f"band_shape must be one of {tuple(BAND_SHAPES)}, got {self.band_shape!r}"
             )
         self._run_obj: Run | None = None
+        self._plan_key: tuple[int, int] | None = None
 
     # -- parameters and cache layout ---------------------------------------------------
     def bands(self) -> tuple[int, int]:
@@ -326,10 +330,13 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         configured = config.get("dedup.bands-per-iteration", None)
         if configured is not None:
             return int(configured)
-        n_workers, memory = cluster_memory(self.client)
-        plan = plan_lsh(num_docs, self.bands()[0], n_workers, memory)
-        self.stats["plan"] = plan.to_dict()
-        return plan.bands_per_iteration
+        key = (num_docs, self.bands()[0])
+        if self._plan_key != key:  # planned once per run (and warned once)
+            n_workers, memory = cluster_memory(self.client)
+            plan = plan_lsh(num_docs, self.bands()[0], n_workers, memory)
+            self.stats["plan"] = plan.to_dict()
+            self._plan_key = key
+        return int(self.stats["plan"]["bands_per_iteration"])
 
     def band_groups(self, num_docs: int) -> list[tuple[int, int]]:
         """The ``[first, last)`` band ranges of the LSH passes."""
@@ -396,7 +403,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         run = self._run()
         so = self.storage_options
         groups = [d.rsplit("/", 1)[-1] for d in group_dirs]
-        out = run.steps.dir("verify", self.jaccard_threshold, groups)
+        out = run.steps.dir("verify", self.jaccard_threshold, self.num_anchors, groups)
         if run.steps.is_done(out):
             self.stats["verify_computed"] = 0
             return out
@@ -436,6 +443,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             p.ngram,
             p.normalization,
             float(self.jaccard_threshold),
+            self.num_anchors,
             meta=_EDGES_META,
         )
         write_frame(edges, join(out, "edges"), run.reporter, "verify", so)
@@ -494,6 +502,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             ``bands_per_iteration`` and ``cache_dir``.
         """
         self._run_obj = None
+        self._plan_key = None
+        self.stats.clear()
         run = self._run()
         r = run.reporter
         so = self.storage_options

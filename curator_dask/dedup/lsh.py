@@ -265,11 +265,89 @@ def _verify(starts, ends, sets, set_off, threshold):  # pragma: no cover - compi
     return out_a[:n_out], out_b[:n_out], n_checked
 
 
+@numba.njit(nogil=True, cache=True)
+def _check(parent, sets, set_off, s, i, j, threshold):  # pragma: no cover - compiled
+    """Compare rows ``s+i`` and ``s+j``; join them when similar. True when joined."""
+    a = sets[set_off[s + i] : set_off[s + i + 1]]
+    b = sets[set_off[s + j] : set_off[s + j + 1]]
+    if jaccard_sorted(a, b) >= threshold:
+        ri, rj = _find(parent, i), _find(parent, j)
+        parent[max(ri, rj)] = min(ri, rj)
+        return True
+    return False
+
+
+@numba.njit(nogil=True, cache=True)
+def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pragma: no cover
+    cap = 16
+    out_a = np.empty(cap, dtype=np.int64)
+    out_b = np.empty(cap, dtype=np.int64)
+    n_out = 0
+    n_checked = 0
+    anchors = np.empty(max_anchors, dtype=np.int64)
+    for g in range(len(starts)):
+        s, e = starts[g], ends[g]
+        k = e - s
+        parent = np.arange(k)
+        n_anchors = 0
+        budget = max_anchors * k  # extra checks for members no anchor vouches for
+        for j in range(k):
+            if set_off[s + j + 1] == set_off[s + j]:
+                continue
+            matched = False
+            for t in range(n_anchors):
+                i = anchors[t]
+                if _find(parent, i) == _find(parent, j):
+                    matched = True
+                    continue
+                n_checked += 1
+                if _check(parent, sets, set_off, s, i, j, threshold):
+                    matched = True
+                    if n_out == cap:
+                        cap *= 2
+                        na = np.empty(cap, dtype=np.int64)
+                        nb = np.empty(cap, dtype=np.int64)
+                        na[:n_out] = out_a[:n_out]
+                        nb[:n_out] = out_b[:n_out]
+                        out_a, out_b = na, nb
+                    out_a[n_out] = s + i
+                    out_b[n_out] = s + j
+                    n_out += 1
+            if matched:
+                continue
+            # no anchor matched: look for a partner among the earlier members, as the
+            # exhaustive check would, while the bucket's budget lasts
+            for i in range(j):
+                if budget <= 0:
+                    break
+                if set_off[s + i + 1] == set_off[s + i] or _find(parent, i) == _find(parent, j):
+                    continue
+                budget -= 1
+                n_checked += 1
+                if _check(parent, sets, set_off, s, i, j, threshold):
+                    matched = True
+                    if n_out == cap:
+                        cap *= 2
+                        na = np.empty(cap, dtype=np.int64)
+                        nb = np.empty(cap, dtype=np.int64)
+                        na[:n_out] = out_a[:n_out]
+                        nb[:n_out] = out_b[:n_out]
+                        out_a, out_b = na, nb
+                    out_a[n_out] = s + i
+                    out_b[n_out] = s + j
+                    n_out += 1
+            if not matched and n_anchors < max_anchors:
+                anchors[n_anchors] = j
+                n_anchors += 1
+    return out_a[:n_out], out_b[:n_out], n_checked
+
+
 def verify_buckets(
     bucket: np.ndarray,
     sets: np.ndarray,
     set_offsets: np.ndarray,
     threshold: float,
+    max_anchors: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Verify the candidates of each bucket with the exact Jaccard of their shingle sets.
 
@@ -280,6 +358,16 @@ def verify_buckets(
     whose anchor is a false positive still connects its other members: the verified edges
     connect exactly what the true-similarity graph restricted to the bucket connects.
 
+    With ``max_anchors`` the cost is linear in the bucket size: each member is checked
+    against at most ``max_anchors`` *anchors* of its bucket (members that matched nothing
+    before them) and joins every anchor it matches. A member that matches no anchor is
+    compared with the earlier members as in the exhaustive check, from a budget of
+    ``max_anchors * k`` such checks per bucket, and becomes an anchor while there is room.
+    A bucket of ``k`` members costs at most ``2 * k * max_anchors`` checks. In a bucket of
+    near-duplicates (most members match an anchor) this connects what the exhaustive check
+    connects; only when the budget runs out (many mutually dissimilar members) can a member
+    stay apart within that bucket (it may still join through another band).
+
     Returns the row numbers ``(a, b)`` of the verified edges and the number of checks.
     """
     bucket = np.asarray(bucket, dtype=np.int64)
@@ -287,5 +375,10 @@ def verify_buckets(
     new[1:] = bucket[1:] != bucket[:-1]
     starts = np.flatnonzero(new).astype(np.int64)
     ends = np.append(starts[1:], len(bucket)).astype(np.int64)
-    a, b, n = _verify(starts, ends, sets, set_offsets, float(threshold))
+    if max_anchors is not None and max_anchors > 0:
+        a, b, n = _verify_anchors(
+            starts, ends, sets, set_offsets, float(threshold), int(max_anchors)
+        )
+    else:
+        a, b, n = _verify(starts, ends, sets, set_offsets, float(threshold))
     return a, b, int(n)

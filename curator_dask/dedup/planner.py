@@ -99,13 +99,16 @@ def plan_lsh(
     fit = (budget - BASE_WORKER_BYTES) // per_band
     bpi = int(max(1, min(num_bands, fit)))
     peak = estimate_peak(num_docs, bpi, n_workers)
-    if peak > budget:
-        warnings.warn(
+    if peak > worker_memory:
+        # Only a plan that exceeds the memory limit itself is worth a warning (the budget is a
+        # safety margin). Raised without a source line: the message says what to change.
+        warnings.warn_explicit(
             f"fuzzy dedup: even one band per LSH pass needs about {peak / 2**30:.1f} GiB per "
-            f"worker, over the {budget / 2**30:.1f} GiB budget (curator.dedup.memory-fraction "
-            f"x worker memory); add workers or memory, or expect the shuffle to spill heavily",
+            f"worker, over the workers' {worker_memory / 2**30:.1f} GiB memory limit; add "
+            "workers or memory, or expect the shuffle to spill heavily",
             CuratorWarning,
-            stacklevel=2,
+            "curator_dask.dedup.planner",
+            0,
         )
     return LSHPlan(
         bands_per_iteration=bpi,

@@ -95,7 +95,16 @@ def test_planner_fits_the_budget():
 
 def test_planner_warns_when_one_band_does_not_fit():
     gib = 2**30
-    with pytest.warns(UserWarning, match="even one band per LSH pass"):
+    with pytest.warns(UserWarning, match="even one band per LSH pass") as got:
         plan = plan_lsh(2_000_000_000, num_bands=20, n_workers=1, worker_memory=2 * gib)
     assert plan.bands_per_iteration == 1
     assert plan.estimated_peak_per_worker > plan.budget_per_worker
+    assert len(got) == 1
+    assert got[0].lineno == 0  # printed without a source line
+
+
+def test_planner_is_quiet_when_the_plan_fits_the_memory_limit(recwarn):
+    gib = 2**30
+    # 4,000 documents on 1 GiB workers: over the 50 % budget's margin, far under the limit
+    plan_lsh(4_000, num_bands=30, n_workers=2, worker_memory=1 * gib, memory_fraction=0.4)
+    assert not [w for w in recwarn if "LSH pass" in str(w.message)]

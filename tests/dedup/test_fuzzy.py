@@ -193,3 +193,53 @@ def test_local_cluster_processes(tmp_path):
         s = wf.run()
     assert set(pd.read_parquet(tmp_path / "o" / "removed_ids")["id"]) == _ref_removed(pdf)
     assert s["removed"] == len(_ref_removed(pdf))
+
+
+def _large_clusters(n_base: int = 6, copies: int = 120, seed: int = 11) -> pd.DataFrame:
+    """Few bases, each with many copies that differ from it by one or two edited words."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(3000)]
+    docs, cluster = [], []
+    for b in range(n_base):
+        base = list(rng.choice(vocab, size=80))
+        docs.append(" ".join(base))
+        cluster.append(b)
+        for _ in range(copies):
+            v = list(base)
+            for pos in rng.choice(80, size=int(rng.integers(1, 3)), replace=False):
+                v[int(pos)] = f"edit{int(rng.integers(0, 10**6))}"
+            docs.append(" ".join(v))
+            cluster.append(b)
+    order = rng.permutation(len(docs))
+    return pd.DataFrame(
+        {
+            "id": [f"doc{i:04d}" for i in range(len(docs))],
+            "text": [docs[i] for i in order],
+            "cluster": [cluster[i] for i in order],
+        }
+    )
+
+
+def test_anchored_check_equals_exhaustive_on_large_clusters(tmp_path):
+    pdf = _large_clusters()
+    df = dd.from_pandas(pdf, npartitions=3)
+    exhaustive, _ = _run(tmp_path / "all", df, num_anchors=None)
+    anchored, _ = _run(tmp_path / "anchored", df)  # the default: 4 anchors per bucket
+    assert anchored == exhaustive
+    assert len(exhaustive ^ _ref_removed(pdf)) <= 0.01 * len(pdf), "LSH recall on the corpus"
+
+
+def test_anchored_check_cost_is_linear_in_bucket_size():
+    from curator_dask.dedup.lsh import verify_buckets
+    from curator_dask.dedup.minhash import shingle_hashes, unique_shingles
+
+    rng = np.random.default_rng(0)
+    # one bucket of k mutually dissimilar documents: the exhaustive check needs k(k-1)/2
+    k = 300
+    texts = pd.Series([" ".join(rng.choice([f"t{i}" for i in range(10**5)], 40)) for _ in range(k)])
+    sets, off = unique_shingles(*shingle_hashes(texts, 3, "word", "simple"))
+    bucket = np.zeros(k, dtype=np.int64)
+    _, _, n_all = verify_buckets(bucket, sets, off, 0.8)
+    _, _, n_anch = verify_buckets(bucket, sets, off, 0.8, max_anchors=4)
+    assert n_all == k * (k - 1) // 2
+    assert n_anch <= 2 * 4 * k
