@@ -1,0 +1,159 @@
+"""``nemo_curator.filters``: :class:`DocumentFilter` and the heuristic filters, NeMo's names.
+
+Each heuristic filter takes NeMo Curator's constructor arguments (the repetition filters'
+``max_repeated_*`` names, ``lang=``) and runs curator_dask's vectorised filter of the same
+name: ``score_document`` and ``keep_document`` are batched (one call per partition).
+NeMo's repetition thresholds are the smallest kept share of *unique* lines/paragraphs
+(``max_repeated_line_fraction=0.7`` keeps a document whose unique-line share is at least
+0.7), exactly what curator_dask's ``min_unique_*`` arguments mean, so values carry over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from curator_dask import filters as native
+from curator_dask.nemo.utils.decorators import batched
+from curator_dask.stage import Filter
+
+
+class DocumentFilter:
+    """Base of NeMo-style filters: implement ``score_document`` and ``keep_document``.
+
+    Both are called once per document, or once per partition with a Series when
+    decorated with :func:`curator_dask.nemo.utils.decorators.batched`.
+    """
+
+    _name: str | None = None
+
+    def score_document(self, text: Any) -> Any:
+        """The score of one document (or of a Series of documents when batched)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement score_document")
+
+    def keep_document(self, score: Any) -> Any:
+        """True to keep the document with this score (a bool Series when batched)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement keep_document")
+
+    @property
+    def name(self) -> str:
+        """The filter's name (NeMo's ``_name``, else the class name)."""
+        return self._name or type(self).__name__
+
+
+class _NativeFilter(DocumentFilter):
+    """A DocumentFilter running a curator_dask filter, built from NeMo's arguments."""
+
+    _native: ClassVar[Callable[..., Filter]]
+    #: NeMo argument -> curator_dask argument
+    _rename: ClassVar[dict[str, str]] = {}
+    #: NeMo's defaults where they differ from ours, or arguments ours does not have
+    _defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.lang = kwargs.pop("lang", "en")
+        args = {**self._defaults, **kwargs}
+        self.filter = self._native(**{self._rename.get(k, k): v for k, v in args.items()})
+
+    @batched
+    def score_document(self, text: Any) -> Any:
+        return self.filter.score(text)
+
+    @batched
+    def keep_document(self, score: Any) -> Any:
+        return self.filter.keep_score(score)
+
+
+def _nemo(
+    native_cls: Callable[..., Filter], rename: dict[str, str] | None = None, **defaults: Any
+) -> type:
+    cls = type(
+        getattr(native_cls, "__name__", "Filter"),
+        (_NativeFilter,),
+        {
+            "_native": staticmethod(native_cls),
+            "_rename": rename or {},
+            "_defaults": defaults,
+            "__doc__": f"NeMo's ``{getattr(native_cls, '__name__', '')}`` arguments, "
+            f"run by :class:`curator_dask.filters.{getattr(native_cls, '__name__', '')}`.",
+            "__module__": __name__,
+        },
+    )
+    return cls
+
+
+WordCountFilter = _nemo(native.WordCountFilter)
+NonAlphaNumericFilter = _nemo(native.NonAlphaNumericFilter)
+SymbolsToWordsFilter = _nemo(native.SymbolsToWordsFilter)
+NumbersFilter = _nemo(native.NumbersFilter)
+UrlsFilter = _nemo(native.UrlsFilter)
+BulletsFilter = _nemo(native.BulletsFilter)
+WhiteSpaceFilter = _nemo(native.WhiteSpaceFilter)
+ParenthesesFilter = _nemo(native.ParenthesesFilter)
+LongWordFilter = _nemo(native.LongWordFilter)
+MeanWordLengthFilter = _nemo(native.MeanWordLengthFilter)
+EllipsisFilter = _nemo(native.EllipsisFilter)
+PunctuationFilter = _nemo(native.PunctuationFilter)
+WordsWithoutAlphabetsFilter = _nemo(native.WordsWithoutAlphabetsFilter)
+BoilerPlateStringFilter = _nemo(native.BoilerPlateStringFilter)
+
+
+class CommonEnglishWordsFilter(_nemo(native.CommonEnglishWordsFilter)):  # type: ignore[misc]
+    """NeMo's ``CommonEnglishWordsFilter(min_num_common_words=2, stop_at_false=True)``.
+
+    ``stop_at_false`` (stop counting at the first miss) only changes how NeMo counted, not
+    whether the count reaches the minimum, so it is accepted and ignored.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.pop("stop_at_false", None)
+        super().__init__(**kwargs)
+
+
+RepeatedLinesFilter = _nemo(
+    native.RepeatedLinesFilter, {"max_repeated_line_fraction": "min_unique_line_fraction"}
+)
+RepeatedParagraphsFilter = _nemo(
+    native.RepeatedParagraphsFilter,
+    {"max_repeated_paragraphs_ratio": "min_unique_paragraph_fraction"},
+)
+RepeatedLinesByCharFilter = _nemo(
+    native.RepeatedLinesByCharFilter,
+    {"max_repeated_lines_char_ratio": "min_unique_line_char_fraction"},
+)
+RepeatedParagraphsByCharFilter = _nemo(
+    native.RepeatedParagraphsByCharFilter,
+    {"max_repeated_paragraphs_char_ratio": "min_unique_paragraph_char_fraction"},
+)
+# NeMo's n-gram filters default to n=2 with a 0.2 ratio whatever n is.
+RepeatingTopNGramsFilter = _nemo(
+    native.RepeatingTopNGramsFilter, n=2, max_repeating_ngram_ratio=0.2
+)
+RepeatingDuplicateNGramsFilter = _nemo(
+    native.RepeatingDuplicateNGramsFilter, n=2, max_repeating_duplicate_ngram_ratio=0.2
+)
+
+__all__ = [
+    "BoilerPlateStringFilter",
+    "BulletsFilter",
+    "CommonEnglishWordsFilter",
+    "DocumentFilter",
+    "EllipsisFilter",
+    "LongWordFilter",
+    "MeanWordLengthFilter",
+    "NonAlphaNumericFilter",
+    "NumbersFilter",
+    "ParenthesesFilter",
+    "PunctuationFilter",
+    "RepeatedLinesByCharFilter",
+    "RepeatedLinesFilter",
+    "RepeatedParagraphsByCharFilter",
+    "RepeatedParagraphsFilter",
+    "RepeatingDuplicateNGramsFilter",
+    "RepeatingTopNGramsFilter",
+    "SymbolsToWordsFilter",
+    "UrlsFilter",
+    "WhiteSpaceFilter",
+    "WordCountFilter",
+    "WordsWithoutAlphabetsFilter",
+]

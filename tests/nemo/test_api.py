@@ -1,0 +1,102 @@
+"""The NeMo-named modules and filters against curator_dask's API, on a few partitions."""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+
+import curator_dask.filters as native
+from curator_dask.nemo import AddId, Filter, Modify, Score, ScoreFilter, Sequential
+from curator_dask.nemo import filters as nemo_filters
+from curator_dask.nemo.datasets import DocumentDataset
+from curator_dask.nemo.modifiers import DocumentModifier
+from curator_dask.nemo.utils.decorators import batched
+
+# NeMo's constructor -> the native filter it must equal
+PAIRS = [
+    (nemo_filters.WordCountFilter(min_words=80, lang="en"), native.WordCountFilter(min_words=80)),
+    (
+        nemo_filters.RepeatedLinesFilter(max_repeated_line_fraction=0.6),
+        native.RepeatedLinesFilter(min_unique_line_fraction=0.6),
+    ),
+    (
+        nemo_filters.RepeatedParagraphsFilter(max_repeated_paragraphs_ratio=0.6),
+        native.RepeatedParagraphsFilter(min_unique_paragraph_fraction=0.6),
+    ),
+    (
+        nemo_filters.RepeatedLinesByCharFilter(max_repeated_lines_char_ratio=0.7),
+        native.RepeatedLinesByCharFilter(min_unique_line_char_fraction=0.7),
+    ),
+    (
+        nemo_filters.RepeatedParagraphsByCharFilter(max_repeated_paragraphs_char_ratio=0.7),
+        native.RepeatedParagraphsByCharFilter(min_unique_paragraph_char_fraction=0.7),
+    ),
+    (
+        nemo_filters.RepeatingTopNGramsFilter(n=3),  # NeMo's default ratio is 0.2 for any n
+        native.RepeatingTopNGramsFilter(n=3, max_repeating_ngram_ratio=0.2),
+    ),
+    (
+        nemo_filters.RepeatingDuplicateNGramsFilter(n=5, max_repeating_duplicate_ngram_ratio=0.15),
+        native.RepeatingDuplicateNGramsFilter(n=5),
+    ),
+    (
+        nemo_filters.CommonEnglishWordsFilter(min_num_common_words=2, stop_at_false=True),
+        native.CommonEnglishWordsFilter(),
+    ),
+    (nemo_filters.BoilerPlateStringFilter(), native.BoilerPlateStringFilter()),
+]
+
+
+@pytest.fixture(scope="module")
+def sample_frame(sample_records: list[dict]) -> pd.DataFrame:
+    """A few hundred documents of every source, with a 0..n-1 index."""
+    df = pd.DataFrame(sample_records)
+    return pd.concat(g.head(40) for _, g in df.groupby("source", sort=True)).reset_index(drop=True)
+
+
+@pytest.fixture
+def dataset(sample_frame: pd.DataFrame) -> DocumentDataset:
+    return DocumentDataset(dd.from_pandas(sample_frame, npartitions=3))
+
+
+@pytest.mark.parametrize(("nemo", "ours"), PAIRS, ids=[type(p[1]).__name__ for p in PAIRS])
+def test_nemo_filter_keeps_what_the_native_filter_keeps(nemo, ours, dataset, sample_frame):
+    with dask.config.set(scheduler="sync"):
+        got = ScoreFilter(nemo, score_field="s")(dataset).df.compute()
+        inverted = ScoreFilter(nemo, invert=True)(dataset).df.compute()
+    want = ours.process(sample_frame)
+    assert got["id"].tolist() == want["id"].tolist()
+    pd.testing.assert_series_equal(
+        got["s"], ours.score(sample_frame["text"]).loc[got.index], check_names=False
+    )
+    assert sorted(got["id"].tolist() + inverted["id"].tolist()) == sorted(sample_frame["id"])
+
+
+def test_score_filter_modify_sequential_and_add_id(dataset, sample_frame):
+    class Upper(DocumentModifier):
+        def modify_document(self, text):
+            return text.upper()
+
+    class BatchedLength(DocumentModifier):
+        @batched
+        def modify_document(self, text):
+            return text.str.slice(0, 10)
+
+    pipeline = Sequential(
+        [
+            Score(len, score_field="chars", score_type=int),
+            Filter(lambda n: n > 500, filter_field="chars"),
+            Modify(Upper()),
+            Modify(BatchedLength()),
+            AddId("nid", id_prefix="x", start_index=5),
+        ]
+    )
+    with dask.config.set(scheduler="sync"):
+        got = pipeline(dataset).df.compute()
+    want = sample_frame[sample_frame["text"].str.len() > 500]
+    assert got["id"].tolist() == want["id"].tolist()
+    assert got["text"].tolist() == want["text"].str.upper().str.slice(0, 10).tolist()
+    assert got["nid"].tolist() == [f"x-{i:010d}" for i in range(5, 5 + len(want))]
+    assert (got["chars"] == want["text"].str.len()).all()
