@@ -1,4 +1,4 @@
-"""Heuristic document filters (Gopher, C4 and NeMo Curator's heuristic set).
+"""Heuristic document filters (Gopher, C4, and the filters of NeMo Curator's heuristic set).
 
 Each filter measures one property of a document as a score (:meth:`score`) and keeps the
 document when the score is on the right side of a threshold (:meth:`keep_score`). The
@@ -824,7 +824,12 @@ class RepeatingDuplicateNGramsFilter(_MaxScoreFilter):
 
 
 def heuristic_filters(text_column: str = "text", score_only: bool = False) -> list[Filter]:
-    """Return the default heuristic filter set (NeMo Curator's, with its thresholds).
+    """Return the default heuristic filter set: NeMo Curator's filters and thresholds.
+
+    The filters and thresholds are those of NeMo Curator's English heuristic set; the
+    definitions (words, character classes, word lists) are this project's, so scores
+    differ from NeMo's where the definitions do: docs/filters.md lists each difference
+    and its effect on the shipped sample.
 
     Parameters
     ----------
