@@ -252,20 +252,6 @@ def _as_string(s: pd.Series) -> pd.Series:
     return s.astype(STRING_DTYPE)
 
 
-def _kind(value: Any) -> str | None:
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return None
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (bool, np.bool_)):
-        return "boolean"
-    if isinstance(value, (int, float, np.number)):
-        return "number"
-    if isinstance(value, dict):
-        return "object"
-    return "array"
-
-
 def unify_types(part: pd.DataFrame, skip: Sequence[str] = ()) -> pd.DataFrame:
     """Make every mixed-type field of a partition a string column (the documented rule).
 
@@ -274,13 +260,16 @@ def unify_types(part: pd.DataFrame, skip: Sequence[str] = ()) -> pd.DataFrame:
     becomes a string column: strings stay as they are, other values become their compact
     JSON text (``"0.5"``), nulls stay null. Only object columns can be mixed.
     """
+    import pyarrow as pa
+
     changes = {}
     for name in part.columns:
         if name in skip or part[name].dtype != object:
             continue
         col = part[name]
-        kinds = {k for k in map(_kind, col.tolist()) if k is not None}
-        if len(kinds) > 1:
+        try:  # vectorised: pyarrow refuses a column of mixed kinds
+            pa.array(col.to_numpy(), from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
             changes[name] = col.map(id_text).astype(STRING_DTYPE)
     return part.assign(**changes) if changes else part
 

@@ -289,7 +289,8 @@ def decompress(data: bytes, kind: str, path: str) -> Decompressed:
             break
         base = len(data) - len(unused)
         rest = memoryview(unused)
-    return Decompressed(b"".join(done), done_len, None, len(data), len(data))
+    whole = done[0] if len(done) == 1 else b"".join(done)  # no copy for one member
+    return Decompressed(whole, done_len, None, len(data), len(data))
 
 
 def _commit(fs: Any, tmp: str, final: str) -> None:

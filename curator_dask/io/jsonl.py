@@ -530,9 +530,9 @@ class JsonlReader(FileReader):
         cut = buf.rfind(b"\n", 0, dec.intact) + 1 if dec.intact < len(buf) else len(buf)
         if dec.problem is not None and cut == len(buf):
             cut = buf.rfind(b"\n") + 1
-        part, bad = self._parse(buf[:cut], path, 0)
         if dec.problem is None:
-            return part, bad
+            return self._parse(buf, path, 0)
+        part, bad = self._parse(buf[:cut], path, 0)
         line = buf.count(b"\n", 0, cut) + 1
         pos = cut
         doubt = f"{dec.problem} (decoded after the last intact point, may be altered)"
