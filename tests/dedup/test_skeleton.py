@@ -19,7 +19,6 @@ from curator_dask.dedup import (
 from curator_dask.dedup.components import components_in_memory
 from curator_dask.dedup.lsh import BAND_SHAPES, bands_for_threshold, candidate_probability
 from curator_dask.io import QuarantineWarning
-from tests.io.conftest import s3_bucket, s3_server  # noqa: F401  (fixtures)
 
 
 def _docs(n: int = 30) -> list[dict]:
@@ -182,7 +181,7 @@ def test_band_shape_follows_the_threshold():
 
 
 @pytest.mark.integration
-def test_exact_and_fuzzy_on_s3(s3_bucket, tmp_path):  # noqa: F811
+def test_exact_and_fuzzy_on_s3(s3_bucket, tmp_path):
     import s3fs
 
     url, so = s3_bucket
