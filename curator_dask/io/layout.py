@@ -10,7 +10,7 @@ An output directory holds the documents and, apart from them, the run's metadata
     <output>/<META_DIR>/_quarantine/   the quarantined input records, one file per partition
     <output>/<META_DIR>/_work/         batch mode's intermediate Parquet files
     <output>/<META_DIR>/_report.html   the HTML report (monitoring)
-    <output>/<META_DIR>/_runs.jsonl    one line per run that wrote partitions (monitoring)
+    <output>/<META_DIR>/_runs.json     the runs that wrote partitions (monitoring)
 
 Writers, executors and workflows ask a :class:`RunLayout` for these names and write through
 it (atomically, on local disks and object stores alike); none formats a path of its own.

@@ -148,7 +148,8 @@ def detect_unmanaged_growth(
     (process memory when unmanaged is unknown, as without a distributed client)
 
     - never falls more than ``tolerance_bytes`` below its running maximum,
-    - rises in each quarter of the run (a single step, such as loading a model, is no leak),
+    - rises in each quarter of the run by at least ``min_growth_bytes / 8`` (a single step,
+      such as loading a model, or imports spread over the first tasks, is no leak),
     - and ends at least ``min_growth_bytes`` above where it started.
 
     Parameters
@@ -182,7 +183,10 @@ def detect_unmanaged_growth(
         if (x < running_max - tolerance_bytes).any():
             continue
         edges = [x[round(i * (len(x) - 1) / 4)] for i in range(5)]
-        if not all(b > a for a, b in itertools.pairwise(edges)):
+        # each quarter rises by a real amount: workers importing their libraries while the
+        # first tasks run (a ramp that stops) is no leak, even when a busy machine spreads it
+        step = min_growth_bytes / 8
+        if not all(b - a >= step for a, b in itertools.pairwise(edges)):
             continue
         found.append(MemoryGrowth(str(worker), float(x[0]), float(x[-1]), t[-1] - t[0], len(x)))
     found.sort(key=lambda f: -f.growth_bytes)

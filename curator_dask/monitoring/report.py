@@ -33,8 +33,9 @@ from curator_dask.monitoring.timeline import (
 
 #: File names inside a run directory.
 STATS_FILE = "_stats.json"
-#: One line per run that wrote partitions into the directory (see :func:`append_run`).
-RUNS_FILE = "_runs.jsonl"
+#: The runs that wrote partitions into the directory, a JSON list (see :func:`append_run`);
+#: not ``.jsonl``, so a glob for the data files does not pick it up.
+RUNS_FILE = "_runs.json"
 TIMELINE_FILE = "_timeline.parquet"
 REPORT_FILE = "_report.html"
 
@@ -44,34 +45,35 @@ PALETTE = ("#2e86ab", "#a23b72", "#f18f01", "#4c9f70", "#6c5b7b", "#c06c84", "#3
 
 
 def append_run(run_dir: str | os.PathLike[str], result: Mapping[str, Any]) -> None:
-    """Add one run (its wall time and partitions written) to ``<run_dir>/_runs.jsonl``.
+    """Add one run (its wall time and partitions written) to ``<run_dir>/_runs.json``.
 
     A resumed run's ``_stats.json`` sums every partition but holds only its own wall time;
     this history lets the report give the time of all runs that wrote partitions. A run
     that skipped nothing starts the history anew.
     """
     parts, skipped = _int(result.get("partitions")), _int(result.get("partitions_skipped"))
-    line = {
+    run = {
         "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_seconds": float(result.get("wall_seconds") or 0.0),
         "partitions_written": parts - skipped,
         "partitions_skipped": skipped,
     }
     # a run that found nothing done starts the directory's history (overwrite, first run)
-    with open(Path(run_dir) / RUNS_FILE, "a" if skipped else "w", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
+    runs = [*read_runs(run_dir), run] if skipped else [run]
+    path = Path(run_dir) / RUNS_FILE
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(runs, indent=1), encoding="utf-8")
+    tmp.replace(path)
 
 
 def read_runs(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The lines of ``<run_dir>/_runs.jsonl`` (empty when there is none)."""
+    """The runs listed in ``<run_dir>/_runs.json`` (empty when there is none)."""
     path = Path(run_dir) / RUNS_FILE
-    if not path.exists():
-        return []
-    runs = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        with contextlib.suppress(ValueError):
-            runs.append(json.loads(line))
-    return runs
+    with contextlib.suppress(OSError, ValueError):
+        runs = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(runs, list):
+            return [r for r in runs if isinstance(r, dict)]
+    return []
 
 
 def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame | None]:

@@ -44,6 +44,12 @@ _NAN = float("nan")
 _CLOSED = ("closing", "closed")
 
 
+# Why not distributed.diagnostics.MemorySampler: it records the cluster's *sum* of process,
+# managed, unmanaged and spilled memory per sample, through a scheduler plugin. The report's
+# per-worker charts and the leak check (detect_unmanaged_growth, per worker) need each
+# worker's series, GPU memory needs NVML, and a client without a scheduler plugin must work
+# too (psutil of this process tree). The samples come from the same scheduler-side worker
+# metrics MemorySampler reads.
 class MemoryTimeline:
     """Sample worker and GPU memory in the background while a run executes.
 

@@ -85,7 +85,7 @@ def test_report_says_what_produced_the_output(tmp_path: Path, threads_client: An
     second = run(tmp_path / "in", out, threads_client, "resume")
     assert second.partitions_skipped == second.partitions == 3
     assert (second.read, second.kept, second.removed) == (first.read, first.kept, first.removed)
-    runs = [json.loads(line) for line in (out / RUNS_FILE).read_text().splitlines()]
+    runs = json.loads((out / RUNS_FILE).read_text())
     assert [r["partitions_written"] for r in runs] == [3]
     html = write_run_report(out, engine="svg").read_text()
     assert "wrote 0 of 3 partitions; 3 were done before" in html
@@ -93,4 +93,4 @@ def test_report_says_what_produced_the_output(tmp_path: Path, threads_client: An
     assert f"{runs[0]['wall_seconds']:.1f} s" in html
     # an overwrite starts the history again
     run(tmp_path / "in", out, threads_client, "overwrite")
-    assert len((out / RUNS_FILE).read_text().splitlines()) == 1
+    assert len(json.loads((out / RUNS_FILE).read_text())) == 1
