@@ -6,8 +6,10 @@ PY := $(VENV)/bin/python
 EXTRAS ?= dev,s3,models,monitoring
 # setup.cfg asks for torch>=2.5; this constraint makes pip take the CPU build of 2.13.0.
 CONSTRAINTS ?= constraints/cpu.txt
-# `make test-min`: its own venv with the lowest versions setup.cfg allows.
+# `make test-min`: its own venv with the lowest versions setup.cfg allows, for the core and
+# the extras that take them (the `models` extra needs pandas 3, see setup.cfg).
 MIN_VENV ?= .venv-min
+MIN_EXTRAS ?= dev,s3,monitoring
 MIN_PY := $(MIN_VENV)/bin/python
 
 .PHONY: install demo test test-min test-gpu lint bench clean
@@ -21,7 +23,7 @@ $(VENV)/.installed-$(subst ,,$(EXTRAS)): setup.cfg pyproject.toml $(CONSTRAINTS)
 $(MIN_VENV)/.installed: setup.cfg pyproject.toml constraints/min.txt
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_PY) -m pip install -q --upgrade pip
-	$(MIN_PY) -m pip install -q -c constraints/min.txt -e ".[$(EXTRAS)]"
+	$(MIN_PY) -m pip install -q -c constraints/min.txt -e ".[$(MIN_EXTRAS)]"
 	touch $@
 
 install: $(VENV)/.installed-$(subst ,,$(EXTRAS))

@@ -408,3 +408,19 @@ def test_hash_methods_written_out_in_the_cli_match_the_workflow() -> None:
     from curator_dask.dedup import exact
 
     assert dedup_cli.HASH_METHODS == exact.HASH_METHODS
+
+
+def test_pipeline_schema_is_a_valid_json_schema_and_checks_ranges(tmp_path: Path) -> None:
+    import jsonschema
+
+    from curator_dask.cli import pipeline_schema
+
+    jsonschema.Draft202012Validator.check_schema(pipeline_schema())
+    data = pipeline_dict(tmp_path, tmp_path / "out")
+    data["execution"] = {"max_in_flight": 0}
+    with pytest.raises(ConfigError, match=r"^execution\.max_in_flight: must be an int >= 1"):
+        run_config_from_dict(data)
+    data = pipeline_dict(tmp_path, tmp_path / "out")
+    data["stages"][0]["batch_size"] = "big"
+    with pytest.raises(ConfigError, match=r"^stages\[0\]\.batch_size: expected an int"):
+        run_config_from_dict(data)

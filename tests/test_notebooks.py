@@ -106,6 +106,7 @@ def _run_notebook(name: str, workdir: Path, env: dict[str, str]) -> tuple[list[s
                 parts.append(out.text)
             elif "data" in out:
                 parts.append(out.data.get("text/plain", ""))
+                parts.append(out.data.get("text/html", ""))
                 images += "image/png" in out.data
         texts.append("".join(parts))
     return texts, images
@@ -129,10 +130,21 @@ def test_notebook_runs(name: str, kernel_env: Path, tmp_path: Path) -> None:
     """Every notebook, as a reader runs it (the cluster notebook starts a local cluster)."""
     texts, images = _run_notebook(name, tmp_path, {})
     assert not _stderr_warnings(texts), _stderr_warnings(texts)
-    if name.startswith("01_") and _has_matplotlib():
-        assert images == 1, "the score histograms were not drawn"
+    shown = "\n".join(texts)
+    if name.startswith("01_"):
+        if _has_matplotlib():
+            assert images == 1, "the score histograms were not drawn"
+        assert "<del" in shown or "<ins" in shown or "removed" in shown  # compare_documents
+    if name.startswith("02_"):
+        if _has_matplotlib():
+            assert images == 2, "the LSH curve, Jaccard and group-size plots were not drawn"
+        assert "<del" in shown or "<ins" in shown, "the duplicate group shows no differences"
     if name == CLUSTER_NOTEBOOK:
-        assert "kind: cpu | local cluster" in "\n".join(texts)
+        assert "kind: cpu | local cluster" in shown
+        assert "<progress" in shown, "the run's progress bar did not render"
+        assert "read 3,846 = kept" in shown or "&#10003; read" in shown  # PipelineResult HTML
+        if _has_matplotlib():
+            assert images == 1, "the memory timeline was not drawn"
     # Everything written went under the notebook's temp dir, nothing next to it.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
     assert any((tmp_path / "tmp").iterdir())

@@ -469,7 +469,11 @@ def test_real_stages_on_the_sample_match_pandas(tmp_path: Path, sample_records: 
     reader = MemoryReader(frame, n_partitions=5, bad_per_partition=0)
     writer = ParquetDirWriter(str(tmp_path / "out"))
     result = Pipeline("sample", [reader, *stages, writer]).run(SequentialExecutor(progress=False))
-    pd.testing.assert_frame_equal(read_output(tmp_path / "out"), want)
+    got = read_output(tmp_path / "out")
+    # pandas < 3 reads the Parquet strings back as string[python], the stages give
+    # string[pyarrow_numpy]: the same strings (pandas 3 has one "str" dtype for both)
+    assert all(pd.api.types.is_string_dtype(got[c]) for c in ("id", "text", "source"))
+    pd.testing.assert_frame_equal(got, want, check_dtype=pd.__version__ >= "3")
     assert [s.removed for s in result.stages[1:-1]] == removed
     assert sum(removed) > 0  # the filters did something
     assert (result.read, result.kept) == (400, len(want))

@@ -1,6 +1,7 @@
 """A progress display a person can follow on stderr (``curator.execution.progress``).
 
-On a terminal it is one bar redrawn in place; otherwise (a log file, CI, a pipe) one
+On a terminal it is one bar redrawn in place; in Jupyter an HTML progress bar updated in
+place; otherwise (a log file, CI, a pipe) one
 timestamped line at most every ``interval`` seconds (a ``curator_dask.progress`` log record
 when logging is set up to show INFO records, as the CLI does). Both show the partitions done, the
 percentage, the elapsed time and an ETA from the mean time per partition so far.
@@ -22,6 +23,17 @@ def _clock(value: float) -> str:
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+# Why not distributed.progress: it follows futures by key prefix and shows tasks, not the
+# documents read and kept per partition that the records carry; it also needs the futures
+# of a whole run up front, where the streaming executor submits a bounded window. The same
+# display serves SequentialExecutor, which has no scheduler at all.
+def _in_jupyter() -> bool:
+    """True inside a Jupyter kernel (where a bar is an HTML element, not a terminal line)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 class Progress:
@@ -47,6 +59,8 @@ class Progress:
         self._last = 0.0
         isatty = getattr(self.stream, "isatty", None)
         self.tty = bool(isatty and isatty())
+        self._handle: Any = None  # a Jupyter display, updated in place
+        self.jupyter = stream is None and _in_jupyter()
 
     def message(self, text: str) -> None:
         """Print one line (when enabled), through logging when logging shows INFO records."""
@@ -57,6 +71,21 @@ class Progress:
         else:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             print(f"{stamp} [curator-dask] {text}", file=self.stream, flush=True)
+
+    def _show_html(self, text: str) -> None:
+        from html import escape
+
+        from IPython.display import HTML, display
+
+        value = self.done / max(self.total, 1)
+        html = HTML(
+            f"<progress value='{value:.4f}' max='1' style='width:20em'></progress> "
+            f"<span style='font-family:monospace'>{escape(text)}</span>"
+        )
+        if self._handle is None:
+            self._handle = display(html, display_id=True)
+        else:
+            self._handle.update(html)
 
     def status(self, step: str = "", with_docs: bool = False) -> str:
         """The current state as one line of text."""
@@ -86,7 +115,11 @@ class Progress:
             return
         now = time.perf_counter()
         last = self.done >= self.total
-        if self.tty:
+        if self.jupyter:
+            if now - self._last >= 0.2 or last:
+                self._last = now
+                self._show_html(self.status(step, record is not None))
+        elif self.tty:
             if now - self._last >= 0.1 or last:
                 self._last = now
                 filled = int(_BAR * self.done / max(self.total, 1))
