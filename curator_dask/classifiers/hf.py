@@ -368,7 +368,11 @@ class FineWebEduClassifier(models.ModelStage):
             )
         path = Path(self.model_dir) / "config.json"
         if not path.is_file():
-            raise FileNotFoundError(_NOT_LOCAL.format(what=self.stage_name, path=path))
+            raise FileNotFoundError(
+                f"{self.stage_name}: {path} not found; the model directory must be readable "
+                "where the stage is built. curator_dask never downloads models: download it "
+                "once (`huggingface-cli download <repo> --local-dir <dir>`)."
+            )
         config = models.read_json(path)
         layout = _checkpoints.checkpoint_layout(Path(self.model_dir), config, self.stage_name)
         if layout != _checkpoints.TRANSFORMERS or _num_outputs(config) != 1:
