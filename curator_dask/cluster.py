@@ -32,7 +32,9 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -392,6 +394,24 @@ def _wait_for_scheduler_file(path: str, timeout: float) -> str:
 
 
 @contextlib.contextmanager
+def _children_ignore_sigint() -> Iterator[None]:
+    """Worker processes started meanwhile inherit an ignored SIGINT.
+
+    Ctrl-C in a terminal reaches every process of the foreground group: the workers of a
+    local cluster would each die with a traceback while this process, which owns them,
+    stops the run and shuts them down in order.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
 def get_client(
     config: ClusterConfig | None = None, *, timeout: str | float | None = None
 ) -> Iterator[Any]:
@@ -416,7 +436,8 @@ def get_client(
 
     config = config if config is not None else ClusterConfig.from_dask_config()
     if config.kind in ("cpu", "gpu"):
-        cluster = make_cluster(config)
+        with _children_ignore_sigint():
+            cluster = make_cluster(config)
         try:
             with Client(cluster) as client:
                 yield client
