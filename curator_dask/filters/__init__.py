@@ -7,7 +7,17 @@ rule sets are :class:`C4QualityFilter` and :class:`FineWebQualityFilter`.
 
 from __future__ import annotations
 
+from curator_dask.filters.bitext import LengthRatioFilter
 from curator_dask.filters.c4 import C4QualityFilter
+from curator_dask.filters.code import (
+    AlphaFilter,
+    GeneralCommentToCodeFilter,
+    HTMLBoilerplateFilter,
+    NumberOfLinesOfCodeFilter,
+    PythonCommentToCodeFilter,
+    XMLHeaderFilter,
+)
+from curator_dask.filters.content import PornographicUrlsFilter, SubstringFilter
 from curator_dask.filters.fineweb import FineWebQualityFilter
 from curator_dask.filters.heuristics import (
     BoilerPlateStringFilter,
@@ -33,9 +43,11 @@ from curator_dask.filters.heuristics import (
     WordsWithoutAlphabetsFilter,
     heuristic_filters,
 )
+from curator_dask.filters.tokens import TokenCountFilter, TokenizerFertilityFilter
 from curator_dask.stage import Filter
 
 __all__ = [
+    "AlphaFilter",
     "BoilerPlateStringFilter",
     "BulletsFilter",
     "C4QualityFilter",
@@ -43,22 +55,32 @@ __all__ = [
     "EllipsisFilter",
     "Filter",
     "FineWebQualityFilter",
+    "GeneralCommentToCodeFilter",
+    "HTMLBoilerplateFilter",
+    "LengthRatioFilter",
     "LongWordFilter",
     "MeanWordLengthFilter",
     "NonAlphaNumericFilter",
+    "NumberOfLinesOfCodeFilter",
     "NumbersFilter",
     "ParenthesesFilter",
+    "PornographicUrlsFilter",
     "PunctuationFilter",
+    "PythonCommentToCodeFilter",
     "RepeatedLinesByCharFilter",
     "RepeatedLinesFilter",
     "RepeatedParagraphsByCharFilter",
     "RepeatedParagraphsFilter",
     "RepeatingDuplicateNGramsFilter",
     "RepeatingTopNGramsFilter",
+    "SubstringFilter",
     "SymbolsToWordsFilter",
+    "TokenCountFilter",
+    "TokenizerFertilityFilter",
     "UrlsFilter",
     "WhiteSpaceFilter",
     "WordCountFilter",
     "WordsWithoutAlphabetsFilter",
+    "XMLHeaderFilter",
     "heuristic_filters",
 ]

@@ -62,6 +62,10 @@ _ELLIPSIS_LINE = r"(?:\.\.\.|…)$"
 _SYMBOLS = r"#|\.\.\.|…"
 _URL = f"(?:https?|ftp)://[^{S.WHITESPACE}]+|www\\.[^{S.WHITESPACE}]+"
 _PARENTHESES = r"[()\[\]]"
+#: Languages whose words :class:`WordCountFilter` counts per character.
+CJK_LANGS = ("zh", "ja")
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
+_CJK_WORD = f"[{_CJK}]|[^{S.WHITESPACE}{_CJK}]+"
 
 
 def _regex_alternation(phrases: tuple[str, ...]) -> str:
@@ -115,7 +119,12 @@ class WordCountFilter(Filter):
     max_words : int
         Most words a kept document has.
 
-    Score: the number of words (whitespace-separated tokens).
+    lang : str
+        ``"zh"`` or ``"ja"``: every Han, Hiragana or Katakana character is a word, and so
+        is every run of other non-whitespace characters (no segmenter needed); any other
+        value: whitespace-separated tokens.
+
+    Score: the number of words.
 
     Examples
     --------
@@ -127,6 +136,7 @@ class WordCountFilter(Filter):
 
     min_words: int = 50
     max_words: int = 100_000
+    lang: str = "en"
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_words <= self.max_words:
@@ -135,6 +145,9 @@ class WordCountFilter(Filter):
             )
 
     def score(self, text: Any) -> Any:
+        if self.lang in CJK_LANGS:
+            t = S.as_text(text)
+            return S.restore_index(S.count(t, _CJK_WORD), text.index)
         if S.fused(text):
             return S.document_measures(text)["words"]
         t = S.as_text(text)

@@ -53,6 +53,8 @@ class _NativeFilter(DocumentFilter):
     def __init__(self, **kwargs: Any) -> None:
         self.lang = kwargs.pop("lang", "en")
         args = {**self._defaults, **kwargs}
+        if "lang" in getattr(self._native, "__dataclass_fields__", {}):
+            args["lang"] = self.lang
         self.filter = self._native(**{self._rename.get(k, k): v for k, v in args.items()})
 
     @batched

@@ -1,0 +1,190 @@
+"""Filters for source code and markup (the code filters of NeMo Curator's set).
+
+Definitions (this project's):
+
+- a *comment line* is a line (as in :mod:`curator_dask.text`: stripped, non-empty) that
+  starts with one of the language's line-comment markers; block comments (``/* ... */``,
+  Python's triple-quoted strings on their own lines count as code) are matched as
+  spans of characters;
+- comment characters are the characters of comment lines, plus the characters inside
+  block comments found in the other lines (stripped, joined by newlines); the ratio is
+  over all characters of the document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from curator_dask import text as S
+from curator_dask.stage import Filter
+
+#: Line-comment markers and block-comment regexes by language (``language=`` values).
+COMMENT_SYNTAX: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "python": (("#",), None),
+    "shell": (("#",), None),
+    "ruby": (("#",), None),
+    "r": (("#",), None),
+    "c": (("//",), r"/\*(?s:.*?)\*/"),
+    "cpp": (("//",), r"/\*(?s:.*?)\*/"),
+    "java": (("//",), r"/\*(?s:.*?)\*/"),
+    "javascript": (("//",), r"/\*(?s:.*?)\*/"),
+    "go": (("//",), r"/\*(?s:.*?)\*/"),
+    "rust": (("//",), r"/\*(?s:.*?)\*/"),
+    "sql": (("--",), r"/\*(?s:.*?)\*/"),
+    "lua": (("--",), None),
+    "haskell": (("--",), r"\{-(?s:.*?)-\}"),
+}
+
+
+def _comment_chars(text: Any, markers: tuple[str, ...], block: str | None) -> Any:
+    t = S.as_text(text)
+    rows = S.split_rows(t, "\n", strip=True)
+    hit = rows["piece"].str.startswith(markers) if markers else rows["piece"].str.len() < 0
+    rows["chars"] = S.nchars(rows["piece"]).where(hit, 0)
+    line_chars = S.per_doc(rows, "chars", "sum", len(t))
+    if block is not None:
+        # Characters inside block comments; lines wholly inside one are counted once.
+        without_lines = S.join_rows(rows[~hit], len(t))
+        block_chars = S.nchars(without_lines) - S.nchars(
+            without_lines.str.replace(block, "", regex=True)
+        )
+        line_chars = line_chars + block_chars
+    return t, line_chars
+
+
+@dataclass(kw_only=True)
+class _CommentRatioFilter(Filter):
+    min_comment_to_code_ratio: float = 0.01
+    max_comment_to_code_ratio: float = 0.85
+
+    def _syntax(self) -> tuple[tuple[str, ...], str | None]:
+        raise NotImplementedError
+
+    def score(self, text: Any) -> Any:
+        markers, block = self._syntax()
+        t, chars = _comment_chars(text, markers, block)
+        return S.restore_index(S.ratio(chars, S.nchars(t)), text.index)
+
+    def keep_score(self, score: Any) -> Any:
+        return (score >= self.min_comment_to_code_ratio) & (score <= self.max_comment_to_code_ratio)
+
+
+@dataclass(kw_only=True)
+class PythonCommentToCodeFilter(_CommentRatioFilter):
+    """Keep Python files whose share of comment characters is within bounds.
+
+    Parameters
+    ----------
+    min_comment_to_code_ratio, max_comment_to_code_ratio : float
+        Bounds of comment characters (``#`` lines) / characters.
+    """
+
+    def _syntax(self) -> tuple[tuple[str, ...], str | None]:
+        return COMMENT_SYNTAX["python"]
+
+
+@dataclass(kw_only=True)
+class GeneralCommentToCodeFilter(_CommentRatioFilter):
+    """Keep source files whose share of comment characters is within bounds.
+
+    Parameters
+    ----------
+    language : str
+        A key of :data:`COMMENT_SYNTAX` (``"c"``, ``"java"``, ``"sql"``, ...).
+    min_comment_to_code_ratio, max_comment_to_code_ratio : float
+        Bounds of comment characters (line and block comments) / characters.
+    """
+
+    language: str = "c"
+
+    def __post_init__(self) -> None:
+        if self.language not in COMMENT_SYNTAX:
+            raise ValueError(
+                f"language must be one of {sorted(COMMENT_SYNTAX)}, got {self.language!r}"
+            )
+
+    def _syntax(self) -> tuple[tuple[str, ...], str | None]:
+        return COMMENT_SYNTAX[self.language]
+
+
+@dataclass(kw_only=True)
+class NumberOfLinesOfCodeFilter(Filter):
+    """Keep files with between ``min_lines`` and ``max_lines`` lines (non-empty, stripped)."""
+
+    min_lines: int = 10
+    max_lines: int = 20_000
+
+    def score(self, text: Any) -> Any:
+        if S.fused(text):
+            return S.document_measures(text)["lines"]
+        t = S.as_text(text)
+        rows = S.split_rows(t, "\n", strip=True)
+        return S.restore_index(S.per_doc(rows, "piece", "size", len(t)), text.index)
+
+    def keep_score(self, score: Any) -> Any:
+        return (score >= self.min_lines) & (score <= self.max_lines)
+
+
+@dataclass(kw_only=True)
+class XMLHeaderFilter(Filter):
+    """Drop documents with an XML declaration (``<?xml version=``) in their first characters.
+
+    Parameters
+    ----------
+    char_prefix_search_length : int
+        How many leading characters are searched.
+
+    Score: 1 when the declaration is found, else 0.
+    """
+
+    char_prefix_search_length: int = 100
+
+    def score(self, text: Any) -> Any:
+        t = S.as_text(text)
+        head = t.str.slice(0, self.char_prefix_search_length)
+        return S.restore_index(
+            head.str.contains("<?xml version=", regex=False).astype("int64"), text.index
+        )
+
+    def keep_score(self, score: Any) -> Any:
+        return score == 0
+
+
+@dataclass(kw_only=True)
+class AlphaFilter(Filter):
+    """Keep documents where at least ``min_alpha_ratio`` of the characters are letters."""
+
+    min_alpha_ratio: float = 0.25
+
+    def score(self, text: Any) -> Any:
+        t = S.as_text(text)
+        letters = S.count(t, S.char_class(t, "letter"))
+        return S.restore_index(S.ratio(letters, S.nchars(t)), text.index)
+
+    def keep_score(self, score: Any) -> Any:
+        return score >= self.min_alpha_ratio
+
+
+_TAG = r"<[^<>]*>"
+_SCRIPT = r"(?is)<(script|style)\b[^>]*>.*?</(?:script|style)\s*>"
+
+
+@dataclass(kw_only=True)
+class HTMLBoilerplateFilter(Filter):
+    """Keep HTML whose visible text is at least ``min_lang_chars_ratio`` of its characters.
+
+    Visible text: the document without ``<script>``/``<style>`` elements and tags, and
+    without whitespace. Score: its characters / characters.
+    """
+
+    min_lang_chars_ratio: float = 0.2
+
+    def score(self, text: Any) -> Any:
+        t = S.as_text(text)
+        visible = t.str.replace(_SCRIPT, "", regex=True).str.replace(_TAG, "", regex=True)
+        visible_chars = S.nchars(visible) - S.count(visible, S.WS)
+        return S.restore_index(S.ratio(visible_chars, S.nchars(t)), text.index)
+
+    def keep_score(self, score: Any) -> Any:
+        return score >= self.min_lang_chars_ratio
