@@ -100,3 +100,24 @@ def test_score_filter_modify_sequential_and_add_id(dataset, sample_frame):
     assert got["text"].tolist() == want["text"].str.upper().str.slice(0, 10).tolist()
     assert got["nid"].tolist() == [f"x-{i:010d}" for i in range(5, 5 + len(want))]
     assert (got["chars"] == want["text"].str.len()).all()
+
+
+def test_nemo_code_and_keep_rule_filters():
+    from curator_dask.nemo.filters import (
+        GeneralCommentToCodeFilter,
+        PornographicUrlsFilter,
+        SubstringFilter,
+    )
+
+    frame = pd.DataFrame(
+        {"text": ["// c\nint x;", "int y;", "abc", "ab"], "url": ["a", "x.PORN.y", "b", "c"]}
+    )
+    ds = DocumentDataset(dd.from_pandas(frame, npartitions=2))
+    with dask.config.set(scheduler="sync"):
+        c = ScoreFilter(GeneralCommentToCodeFilter("text/x-c"), score_field="s")(ds).df.compute()
+        porn = ScoreFilter(PornographicUrlsFilter(), text_field="url")(ds).df.compute()
+        sub = ScoreFilter(SubstringFilter(substring="ab", position="prefix"))(ds).df.compute()
+    assert c["text"].tolist() == ["// c\nint x;"]
+    assert c["s"].tolist() == [4 / 11]
+    assert porn["text"].tolist() == ["// c\nint x;", "abc", "ab"]
+    assert sub["text"].tolist() == ["abc", "ab"]

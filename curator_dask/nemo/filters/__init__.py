@@ -59,10 +59,14 @@ class _NativeFilter(DocumentFilter):
 
     @batched
     def score_document(self, text: Any) -> Any:
+        if not self.filter.has_score():  # a keep rule: the score is 1 to keep, 0 to drop
+            return self.filter.keep(text).astype("int64")
         return self.filter.score(text)
 
     @batched
     def keep_document(self, score: Any) -> Any:
+        if not self.filter.has_score():
+            return score.astype(bool)
         return self.filter.keep_score(score)
 
 
@@ -135,27 +139,74 @@ RepeatingDuplicateNGramsFilter = _nemo(
     native.RepeatingDuplicateNGramsFilter, n=2, max_repeating_duplicate_ngram_ratio=0.2
 )
 
+XMLHeaderFilter = _nemo(native.XMLHeaderFilter)
+AlphaFilter = _nemo(native.AlphaFilter)
+HTMLBoilerplateFilter = _nemo(native.HTMLBoilerplateFilter)
+NumberOfLinesOfCodeFilter = _nemo(native.NumberOfLinesOfCodeFilter)
+PythonCommentToCodeFilter = _nemo(native.PythonCommentToCodeFilter)
+SubstringFilter = _nemo(native.SubstringFilter)
+TokenizerFertilityFilter = _nemo(
+    native.TokenizerFertilityFilter, {"path_to_tokenizer": "tokenizer_path"}
+)
+
+#: NeMo's ``language`` values (MIME types) -> :data:`curator_dask.filters.code.COMMENT_SYNTAX`
+MIME_LANGUAGES = {
+    "text/x-c": "c",
+    "text/x-c++": "cpp",
+    "text/x-java": "java",
+    "text/javascript": "javascript",
+    "text/x-go": "go",
+    "text/x-rust": "rust",
+    "text/x-sql": "sql",
+    "text/x-lua": "lua",
+    "text/x-haskell": "haskell",
+    "text/x-shellscript": "shell",
+    "text/x-ruby": "ruby",
+    "text/x-r": "r",
+    "text/x-python": "python",
+}
+
+
+class GeneralCommentToCodeFilter(_nemo(native.GeneralCommentToCodeFilter)):  # type: ignore[misc]
+    """NeMo's ``GeneralCommentToCodeFilter(language, ...)``; ``language`` may be a MIME type."""
+
+    def __init__(self, language: str, **kwargs: Any) -> None:
+        super().__init__(language=MIME_LANGUAGES.get(language, language), **kwargs)
+
+
+PornographicUrlsFilter = _nemo(native.PornographicUrlsFilter)
+
+
 __all__ = [
+    "AlphaFilter",
     "BoilerPlateStringFilter",
     "BulletsFilter",
     "CommonEnglishWordsFilter",
     "DocumentFilter",
     "EllipsisFilter",
+    "GeneralCommentToCodeFilter",
+    "HTMLBoilerplateFilter",
     "LongWordFilter",
     "MeanWordLengthFilter",
     "NonAlphaNumericFilter",
+    "NumberOfLinesOfCodeFilter",
     "NumbersFilter",
     "ParenthesesFilter",
+    "PornographicUrlsFilter",
     "PunctuationFilter",
+    "PythonCommentToCodeFilter",
     "RepeatedLinesByCharFilter",
     "RepeatedLinesFilter",
     "RepeatedParagraphsByCharFilter",
     "RepeatedParagraphsFilter",
     "RepeatingDuplicateNGramsFilter",
     "RepeatingTopNGramsFilter",
+    "SubstringFilter",
     "SymbolsToWordsFilter",
+    "TokenizerFertilityFilter",
     "UrlsFilter",
     "WhiteSpaceFilter",
     "WordCountFilter",
     "WordsWithoutAlphabetsFilter",
+    "XMLHeaderFilter",
 ]
