@@ -32,6 +32,9 @@ from dask.callbacks import Callback
 from fsspec.core import url_to_fs
 
 from curator_dask import config
+from curator_dask.io.layout import RunLayout
+from curator_dask.io.layout import join as join  # io's path rules, for the workflows
+from curator_dask.io.layout import resolve_path as resolve_path
 
 #: Formats a dedup input can have; chosen from the file suffixes unless given.
 INPUT_FORMATS = ("jsonl", "parquet")
@@ -40,19 +43,6 @@ _COMPRESSION = (".gz", ".zst", ".zstd", ".bz2", ".xz")
 
 
 # -- paths and files -------------------------------------------------------------------------
-def resolve_path(path: str | os.PathLike[str]) -> str:
-    """An absolute local path, or the URL unchanged (``s3://...``); done on the client."""
-    p = os.fspath(path)
-    if "://" in p:
-        return p
-    return os.path.abspath(os.path.expanduser(p))
-
-
-def join(base: str, *parts: str) -> str:
-    """Join path parts with ``/`` (local paths and URLs alike)."""
-    return posixpath.join(base.rstrip("/"), *parts)
-
-
 def get_fs(path: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
     """``(filesystem, path within it)``."""
     return url_to_fs(path, **(storage_options or {}))
@@ -67,26 +57,15 @@ def _full(fs: Any, name: str, like: str) -> str:
     return fs.unstrip_protocol(name) if "://" in like else name
 
 
-def write_bytes_atomic(data: bytes, path: str, storage_options: dict[str, Any] | None) -> None:
-    """Write ``data`` to ``path`` so that it appears whole or not at all.
+def layout(directory: str, storage_options: dict[str, Any] | None = None) -> RunLayout:
+    """The io run layout of a dedup output or step directory (Parquet part files)."""
+    return RunLayout(directory, ".parquet", storage_options)
 
-    Local disks: a temporary name in the same directory, then a rename. Object stores: a
-    direct write (an object becomes visible only when its upload completes).
-    """
-    fs, p = get_fs(path, storage_options)
-    fs.makedirs(posixpath.dirname(p), exist_ok=True)
-    if _is_object_store(fs):
-        fs.pipe_file(p, data)
-        return
-    tmp = f"{p}.tmp-{uuid.uuid4().hex}"
-    try:
-        with fs.open(tmp, "wb") as f:
-            f.write(data)
-        fs.mv(tmp, p)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            fs.rm(tmp)
-        raise
+
+def write_bytes_atomic(data: bytes, path: str, storage_options: dict[str, Any] | None) -> None:
+    """Write ``data`` to ``path`` so that it appears whole or not at all (io's atomic write:
+    a temporary name and a rename on disks, a direct write on object stores)."""
+    RunLayout(path, storage_options=storage_options).write_bytes(path, data)
 
 
 def write_parquet_atomic(
@@ -461,7 +440,7 @@ def _write_part(
 
     part = _backend.to_pandas(part)
     i = (partition_info or {}).get("number", 0)
-    write_parquet_atomic(part, join(directory, f"part-{i:05d}.parquet"), storage_options, schema)
+    write_parquet_atomic(part, layout(directory).part_path(i), storage_options, schema)
     return pd.DataFrame({"rows": [len(part)]})
 
 
@@ -520,7 +499,7 @@ def publish(
         finally:
             remove_tree(tmp, storage_options)
     write_bytes_atomic(
-        json.dumps({"rows": rows}).encode(), join(final, "_SUCCESS"), storage_options
+        json.dumps({"rows": rows}).encode(), layout(final).success_path, storage_options
     )
     return final, rows
 
@@ -624,8 +603,10 @@ def copy_quarantine(
 
     Returns that directory (None when nothing was quarantined) and the number of records.
     """
-    dest = join(output_path, "_quarantine")
-    remove_tree(dest, storage_options)
+    dest = RunLayout.for_output(output_path, storage_options=storage_options).quarantine_dir
+    fs, d = get_fs(dest, storage_options)
+    for stale in fs.glob(join(d, "part-*.jsonl")) if fs.isdir(d) else []:
+        fs.rm(stale)  # an earlier run's quarantine files (only those names)
     n = count_quarantine(source, storage_options)
     if not n or source is None:
         return None, 0

@@ -27,6 +27,7 @@ from curator_dask.dedup._base import (
     resolve_path,
     write_frame,
 )
+from curator_dask.io.layout import RunLayout
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 
@@ -157,7 +158,7 @@ class DedupWorkflow:
 
     def _work_root(self, output_path: str) -> str:
         """Where the steps are cached; default ``<output>/_work``."""
-        return join(output_path, "_work")
+        return RunLayout.for_output(output_path).work_dir(self.method)
 
     def _begin(self, quarantine_step: str | None = None) -> Run:
         so = getattr(self, "storage_options", None)

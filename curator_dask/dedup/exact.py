@@ -17,6 +17,7 @@ import pandas as pd
 from curator_dask import _backend
 from curator_dask.dedup._base import (
     DedupResult,
+    get_fs,
     join,
     read_parquet_dir,
     remove_tree,
@@ -195,4 +196,7 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         hashed = read_parquet_dir(hdir, so, self.hashes(df)._meta)
         result = self._finish(run, self.members(hashed), n_docs, run.work_path)
         remove_tree(run.work_path, so)
+        fs, parent = get_fs(run.work_path.rsplit("/", 1)[0], so)
+        if fs.isdir(parent) and not fs.ls(parent):
+            fs.rmdir(parent)  # the empty _work folder
         return result

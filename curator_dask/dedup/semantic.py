@@ -201,7 +201,10 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         from curator_dask.embeddings import read_embeddings
 
         assigned = read_embeddings(join(km_dir, "data"), storage_options=so)
-        shuffled = assigned.shuffle(on="cluster", method=shuffle_method(self.client))
+        # the vectors travel as one fixed-size binary value a row: dask's p2p shuffle cannot
+        # rebuild a list<float> ArrowDtype column from its pandas metadata
+        packed = assigned.map_partitions(_pack, meta=_pack(assigned._meta))
+        shuffled = packed.shuffle(on="cluster", method=shuffle_method(self.client))
         id_dtype = assigned._meta["id"].dtype
         found = shuffled.map_partitions(
             _duplicates_in_partition, float(self.eps), self.keep, meta=_dups_meta(id_dtype)
@@ -331,6 +334,31 @@ def _members(part: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"_uid": "int64", "removed": bool})
 
 
+def _pack(part: Any) -> pd.DataFrame:
+    """``id, _uid, cluster, centroid_sim, vector`` with each vector as float32 bytes."""
+    from curator_dask.embeddings import column_to_embeddings
+
+    part = _backend.to_pandas(part)
+    vectors = column_to_embeddings(part["embedding"]) if len(part) else None
+    rows = [] if vectors is None else [r.tobytes() for r in np.ascontiguousarray(vectors)]
+    return pd.DataFrame(
+        {
+            "id": part["id"],
+            "_uid": part["_uid"].astype("int64"),
+            "cluster": part["cluster"].astype("int64"),
+            "centroid_sim": part["centroid_sim"].astype("float32"),
+            "vector": pd.Series(rows, index=part.index, dtype=object),
+        }
+    )
+
+
+def _unpack(col: pd.Series) -> np.ndarray:
+    if not len(col):
+        return np.zeros((0, 0), np.float32)
+    flat = np.frombuffer(b"".join(col.tolist()), dtype=np.float32)
+    return flat.reshape(len(col), -1)
+
+
 def _duplicates_in_partition(part: Any, eps: float, keep: str) -> pd.DataFrame:
     """Removed documents of every cluster in ``part`` (whole clusters, after the shuffle)."""
     from curator_dask.embeddings import column_to_embeddings
@@ -338,7 +366,10 @@ def _duplicates_in_partition(part: Any, eps: float, keep: str) -> pd.DataFrame:
     part = _backend.to_pandas(part)
     out = []
     if len(part):
-        vectors = column_to_embeddings(part["embedding"])
+        if "vector" in part.columns:
+            vectors = _unpack(part["vector"])
+        else:
+            vectors = column_to_embeddings(part["embedding"])
         for _, rows in part.groupby("cluster", sort=True).indices.items():
             out.append(_cluster_duplicates(part.iloc[rows], vectors[rows], eps, keep))
     if not out:

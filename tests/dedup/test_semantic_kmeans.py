@@ -72,3 +72,25 @@ def test_distributed_kmeans_equals_reference(tmp_path):
     ref, it_ref = kmeans_reference(v, 10, 5, 100)
     assert it == it_ref > 1
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-6)
+
+
+@pytest.mark.integration
+def test_on_worker_processes_equals_reference(tmp_path):
+    from distributed import Client, LocalCluster
+
+    v = _vectors(seed=2)
+    pdf = _frame(v)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+        as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        res = SemanticDeduplicationWorkflow(
+            cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"),
+            df=dd.from_pandas(pdf, npartitions=3), embedding_column="emb",
+            n_clusters=6, eps=0.02, keep="first", client=client,
+        ).run()  # fmt: skip
+    got = pd.read_parquet(tmp_path / "o" / "removed_ids")
+    expected = semantic_reference(pdf["id"], v, 6, 0.02, "first", seed=42, max_iter=100)
+    assert dict(zip(got["id"], got["group"], strict=True)) == expected
+    assert res.removed == len(expected) > 0
