@@ -18,6 +18,7 @@ from curator_dask.io._common import (
     STRING_DTYPE,
     BadRecords,
     FileReader,
+    MalformedInputError,
     arrow_ids_to_string,
     empty_frame,
     fill_ids,
@@ -123,16 +124,28 @@ class ParquetReader(FileReader):
         self, path: str, start: int | None, end: int | None
     ) -> tuple[pd.DataFrame, BadRecords]:
         fs, fpath = get_fs(path, self.storage_options)
-        with fs.open(fpath, "rb") as fh:
-            pf = pq.ParquetFile(fh)
-            cols = self._columns_to_read(pf.schema_arrow)
-            if start is None:
-                table = pf.read(columns=cols)
-                first_row = 0
-            else:
-                stop = pf.metadata.num_row_groups if end is None else end
-                table = pf.read_row_groups(list(range(start, stop)), columns=cols)
-                first_row = sum(pf.metadata.row_group(i).num_rows for i in range(start))
+        try:
+            with fs.open(fpath, "rb") as fh:
+                pf = pq.ParquetFile(fh)
+                cols = self._columns_to_read(pf.schema_arrow)
+                if start is None:
+                    table = pf.read(columns=cols)
+                    first_row = 0
+                else:
+                    stop = pf.metadata.num_row_groups if end is None else end
+                    table = pf.read_row_groups(list(range(start, stop)), columns=cols)
+                    first_row = sum(pf.metadata.row_group(i).num_rows for i in range(start))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError) as err:
+            if isinstance(err, (FileNotFoundError, PermissionError)):
+                raise
+            # Not Parquet, or corrupt: the file's rows cannot be counted, so the whole file
+            # is one quarantine row naming it (the run goes on).
+            reason = f"unreadable Parquet file {path}: {err}"
+            if self.on_error == "raise":
+                raise MalformedInputError(reason) from err
+            bad = BadRecords(path)
+            bad.add(-1 if start is None else start, -1, reason, b"")
+            return empty_frame(self.id_column, self.text_column, False), bad
         return self._check(table, path, first_row)
 
     def _check(self, table: pa.Table, path: str, first_row: int) -> tuple[pd.DataFrame, BadRecords]:
@@ -183,12 +196,17 @@ class ParquetReader(FileReader):
         return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
 
     def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
-        if not specs:
+        schema = None
+        for path in [p for spec in specs for p in spec.paths][:8]:
+            fs, fpath = get_fs(path, self.storage_options)
+            try:
+                with fs.open(fpath, "rb") as fh:
+                    schema = pq.ParquetFile(fh).schema_arrow
+                break
+            except (pa.ArrowInvalid, EOFError):
+                continue  # an unreadable file: read_file quarantines it
+        if schema is None:
             return empty_frame(self.id_column, self.text_column, self.add_filename)
-        path = specs[0].paths[0]
-        fs, fpath = get_fs(path, self.storage_options)
-        with fs.open(fpath, "rb") as fh:
-            schema = pq.ParquetFile(fh).schema_arrow
         cols = self._columns_to_read(schema)
         if cols is not None:
             schema = pa.schema([schema.field(c) for c in cols])

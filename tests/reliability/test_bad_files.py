@@ -97,3 +97,37 @@ def test_mixed_types_in_one_partition_write_valid_parquet(tmp_path: Path) -> Non
     rows = {r["id"]: r for r in table.to_pylist()}
     assert rows["a1"]["score"] == "0.5"
     assert rows["b1"]["score"] == "high"
+
+
+def test_an_unreadable_parquet_file_is_one_quarantine_row_naming_it(tmp_path: Path) -> None:
+    """Random bytes named ``.parquet`` among good Parquet files: the good rows are kept,
+    the bad file is one quarantine row naming it; through the library and the CLI."""
+    import pyarrow as pa
+
+    src = tmp_path / "in"
+    src.mkdir()
+    rows = [{"id": f"p{i}", "text": f"one two three {i}"} for i in range(6)]
+    pq.write_table(pa.Table.from_pylist(rows[:3]), src / "a.parquet")
+    (src / "b.parquet").write_bytes(random.Random(1).randbytes(4000))
+    pq.write_table(pa.Table.from_pylist(rows[3:]), src / "c.parquet")
+    for how in ("lib", "cli"):
+        out = tmp_path / how
+        spec = {
+            "reader": {"class": "ParquetReader", "params": {"paths": str(src)}},
+            "writer": {"class": "JsonlWriter", "params": {"path": str(out)}},
+        }
+        if how == "lib":
+            from curator_dask.cli import run_config_from_dict
+            from curator_dask.executor import SequentialExecutor
+
+            run_config_from_dict(spec).pipeline.run(SequentialExecutor())
+        else:
+            (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+            proc = cli(["run", str(tmp_path / "p.yaml"), "--sequential", "-q"], cwd=tmp_path)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+        got = audit(out)
+        got.balanced()
+        assert sorted(d["id"] for d in got.kept) == [r["id"] for r in rows]
+        (row,) = got.quarantine
+        assert row["file"].endswith("b.parquet")
+        assert "unreadable Parquet file" in row["reason"]
