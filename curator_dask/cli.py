@@ -896,7 +896,8 @@ def describe_error(err: BaseException) -> tuple[int, str]:
             "curator-dask: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, or "
             "storage_options {key, secret}"
         )
-    if name == "ClientError" or (isinstance(err, PermissionError) and "s3" in msg.lower()):
+    object_store = any(f"{p}://" in msg for p in ("s3", "gs", "gcs", "abfs", "az"))
+    if name == "ClientError" or (isinstance(err, PermissionError) and object_store):
         return 1, (
             f"curator-dask: error: the object store refused the request: {msg}\n"
             "curator-dask: check the credentials, the bucket name and its permissions"

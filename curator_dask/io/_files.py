@@ -85,34 +85,50 @@ def list_files(
     found: dict[str, FileInfo] = {}
     for item in items:
         url = os.fspath(item)
-        fs, root = url_to_fs(url, **(storage_options or {}))
-        if any(c in root for c in _GLOB_CHARS):
-            entries = fs.glob(root, detail=True)
-            infos = [e for e in entries.values() if e.get("type") != "directory"]
-            if not infos:
-                raise FileNotFoundError(f"no files match {url!r}")
-        elif fs.isdir(root):
-            entries = fs.find(root, detail=True)
-            base = root.rstrip("/") + "/"
-            infos = [
-                e
-                for name, e in entries.items()
-                if e.get("type") != "directory"
-                and name.lower().endswith(suffixes)
-                and not _is_hidden(name[len(base) :] if name.startswith(base) else name)
-            ]
-            if not infos:
-                shown = ", ".join(suffixes[:4]) + (", ..." if len(suffixes) > 4 else "")
-                raise FileNotFoundError(f"directory {url!r} holds no files ending in {shown}")
-        else:
-            try:
-                infos = [fs.info(root)]
-            except FileNotFoundError:
-                raise FileNotFoundError(f"input file not found: {url!r}") from None
+        try:
+            fs, infos = _list_one(url, suffixes, storage_options)
+        except PermissionError as err:
+            # object stores say "access denied" / "key does not exist" without the path
+            if url in str(err):
+                raise
+            message = f"access to {url} refused: {err.strerror or err}"
+            if err.errno is None:
+                raise PermissionError(message) from err
+            raise PermissionError(err.errno, message) from err
         for e in infos:
             full = _full_path(fs, e["name"])
             found[full] = FileInfo(full, int(e.get("size") or 0))
     return [found[k] for k in sorted(found)]
+
+
+def _list_one(
+    url: str, suffixes: tuple[str, ...], storage_options: dict[str, Any] | None
+) -> tuple[Any, list[dict[str, Any]]]:
+    fs, root = url_to_fs(url, **(storage_options or {}))
+    if any(c in root for c in _GLOB_CHARS):
+        entries = fs.glob(root, detail=True)
+        infos = [e for e in entries.values() if e.get("type") != "directory"]
+        if not infos:
+            raise FileNotFoundError(f"no files match {url!r}")
+    elif fs.isdir(root):
+        entries = fs.find(root, detail=True)
+        base = root.rstrip("/") + "/"
+        infos = [
+            e
+            for name, e in entries.items()
+            if e.get("type") != "directory"
+            and name.lower().endswith(suffixes)
+            and not _is_hidden(name[len(base) :] if name.startswith(base) else name)
+        ]
+        if not infos:
+            shown = ", ".join(suffixes[:4]) + (", ..." if len(suffixes) > 4 else "")
+            raise FileNotFoundError(f"directory {url!r} holds no files ending in {shown}")
+    else:
+        try:
+            infos = [fs.info(root)]
+        except FileNotFoundError:
+            raise FileNotFoundError(f"input file not found: {url!r}") from None
+    return fs, infos
 
 
 def _full_path(fs: Any, name: str) -> str:

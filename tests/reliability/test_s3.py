@@ -126,3 +126,53 @@ def test_refused_credentials_are_one_clear_message() -> None:
     code, msg = describe_error(PermissionError("Access Denied: s3://b/out/part-00000.jsonl"))
     assert "s3://b/out/part-00000.jsonl" in msg
     assert "credentials" in msg
+
+
+@pytest.fixture
+def strict_s3(tmp_path: Path) -> Any:
+    """A moto server that checks credentials (it knows none, so every key is refused)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0")
+    log = open(tmp_path / "moto.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert proc.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    yield {"key": "nobody", "secret": "wrong", "endpoint_url": f"http://127.0.0.1:{port}"}
+    proc.terminate()
+    proc.wait(10)
+    log.close()
+
+
+def test_refused_credentials_name_the_path(tmp_path: Path, strict_s3: dict[str, Any]) -> None:
+    spec = _spec("s3://data/in", str(tmp_path / "out"), strict_s3)
+    spec["writer"]["params"].pop("storage_options")
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    proc = cli(["run", str(f), "--sequential", "-q"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("curator-dask:")]
+    assert len(lines) == 2, proc.stderr
+    assert "s3://data/in" in lines[0]
+    assert "refused" in lines[0]
+    assert "credentials" in lines[1]
