@@ -693,9 +693,7 @@ def setup_logging(
         to_file.setLevel(logging.DEBUG)
         handlers.append(to_file)
     root = logging.getLogger()
-    for h in _HANDLERS:  # main() called again in one process (tests, notebooks)
-        root.removeHandler(h)
-        h.close()
+    _remove_handlers()  # main() called again in one process (tests, notebooks)
     _HANDLERS[:] = handlers
     for h in handlers:
         root.addHandler(h)
@@ -956,6 +954,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = message.replace("error: ", f"error: {where}: ", 1)
         print(message, file=sys.stderr)
         return code
+    finally:
+        _remove_handlers()
+
+
+def _remove_handlers() -> None:
+    """Take main()'s log handlers off again (main() called in a process that goes on)."""
+    root = logging.getLogger()
+    for h in _HANDLERS:
+        root.removeHandler(h)
+        h.close()
+    _HANDLERS.clear()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import signal
 import socket
@@ -442,7 +443,7 @@ def get_client(
             with Client(cluster) as client:
                 yield client
         finally:
-            cluster.close()
+            _close_quietly(cluster)
         return
     seconds = connect_timeout(config, timeout)
     kwargs: dict[str, Any] = {"timeout": seconds}
@@ -526,3 +527,31 @@ def worker_hosts(client: Any, resources: Mapping[str, float] | None = None) -> l
             continue
         chosen.setdefault(info.get("host", addr), addr)
     return list(chosen.values())
+
+
+def _close_quietly(cluster: Any) -> None:
+    """Close a local cluster without the nanny's "still alive after 4.0 seconds, killing".
+
+    A worker process that takes longer than the nanny's grace period to exit (interpreter
+    teardown on a busy machine) is killed, as it should be once the work is written; the
+    warning about it says nothing a user can act on, so it is logged at DEBUG instead.
+    """
+    nanny = logging.getLogger("distributed.nanny")
+    quiet = _DemoteFilter("still alive after")
+    nanny.addFilter(quiet)
+    try:
+        cluster.close()
+    finally:
+        nanny.removeFilter(quiet)
+
+
+class _DemoteFilter(logging.Filter):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.text in record.getMessage():
+            logging.getLogger("curator_dask.cluster").debug(record.getMessage())
+            return False
+        return True

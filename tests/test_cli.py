@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -424,3 +425,22 @@ def test_pipeline_schema_is_a_valid_json_schema_and_checks_ranges(tmp_path: Path
     data["stages"][0]["batch_size"] = "big"
     with pytest.raises(ConfigError, match=r"^stages\[0\]\.batch_size: expected an int"):
         run_config_from_dict(data)
+
+
+def test_closing_a_local_cluster_does_not_warn_about_killed_workers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from curator_dask.cluster import _close_quietly
+
+    class Cluster:  # closes as LocalCluster does when a worker exits slowly
+        def close(self) -> None:
+            log = logging.getLogger("distributed.nanny")
+            log.warning("Worker process still alive after 4.0 seconds, killing")
+            log.warning("something else")
+
+    with caplog.at_level(logging.DEBUG), caplog.at_level(logging.DEBUG, logger="curator_dask"):
+        _close_quietly(Cluster())
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == ["something else"]
+    assert any("still alive" in r.getMessage() for r in caplog.records)  # kept, at DEBUG
+    assert not logging.getLogger("distributed.nanny").filters
