@@ -693,10 +693,15 @@ def setup_logging(
         to_file.setLevel(logging.DEBUG)
         handlers.append(to_file)
     root = logging.getLogger()
+    package = logging.getLogger("curator_dask")
     _remove_handlers()  # main() called again in one process (tests, notebooks)
     _HANDLERS[:] = handlers
+    # curator_dask's records go to handlers on its own logger (that is also how its progress
+    # display knows to log rather than print); everything else reaches them through root
     for h in handlers:
         root.addHandler(h)
+        package.addHandler(h)
+    package.propagate = False
     root.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
     # distributed installs its own stderr handler (propagate=False) when first imported, from
     # the `logging` config; say our levels there so that import does not undo them.
@@ -961,9 +966,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _remove_handlers() -> None:
     """Take main()'s log handlers off again (main() called in a process that goes on)."""
     root = logging.getLogger()
+    package = logging.getLogger("curator_dask")
     for h in _HANDLERS:
         root.removeHandler(h)
+        package.removeHandler(h)
         h.close()
+    if _HANDLERS:
+        package.propagate = True
+        package.setLevel(logging.NOTSET)
     _HANDLERS.clear()
 
 

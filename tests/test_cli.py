@@ -377,10 +377,8 @@ def test_quiet_hides_progress_and_log_file_keeps_it(tmp_path: Path, records: lis
     assert "read" in quiet.stdout  # the summary still comes
 
 
-def test_progress_draws_a_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from curator_dask.executor._progress import Progress, logger
-
-    monkeypatch.setattr(logger, "propagate", False)  # no logging set up: plain lines
+def test_progress_draws_a_bar_on_a_terminal() -> None:
+    from curator_dask.executor._progress import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

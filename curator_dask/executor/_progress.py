@@ -3,7 +3,8 @@
 On a terminal it is one bar redrawn in place; in Jupyter an HTML progress bar updated in
 place; otherwise (a log file, CI, a pipe) one
 timestamped line at most every ``interval`` seconds (a ``curator_dask.progress`` log record
-when logging is set up to show INFO records, as the CLI does). Both show the partitions done, the
+when the ``curator_dask`` logger has handlers of its own and shows INFO records, as the
+CLI sets it up). Both show the partitions done, the
 percentage, the elapsed time and an ETA from the mean time per partition so far.
 """
 
@@ -66,8 +67,8 @@ class Progress:
         """Print one line (when enabled), through logging when logging shows INFO records."""
         if not self.enabled:
             return
-        if logger.hasHandlers() and logger.isEnabledFor(logging.INFO):
-            logger.info(text)  # the CLI's (or the application's) handlers add the time
+        if logging.getLogger("curator_dask").handlers and logger.isEnabledFor(logging.INFO):
+            logger.info(text)  # handlers set on the package's logger (the CLI's) add the time
         else:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             print(f"{stamp} [curator-dask] {text}", file=self.stream, flush=True)
