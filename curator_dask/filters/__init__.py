@@ -17,7 +17,7 @@ from curator_dask.filters.code import (
     PythonCommentToCodeFilter,
     XMLHeaderFilter,
 )
-from curator_dask.filters.content import PornographicUrlsFilter, SubstringFilter
+from curator_dask.filters.content import HistogramFilter, PornographicUrlsFilter, SubstringFilter
 from curator_dask.filters.fineweb import FineWebQualityFilter
 from curator_dask.filters.heuristics import (
     BoilerPlateStringFilter,
@@ -57,6 +57,7 @@ __all__ = [
     "FineWebQualityFilter",
     "GeneralCommentToCodeFilter",
     "HTMLBoilerplateFilter",
+    "HistogramFilter",
     "LengthRatioFilter",
     "LongWordFilter",
     "MeanWordLengthFilter",

@@ -60,3 +60,64 @@ class PornographicUrlsFilter(Filter):
     def keep(self, text: Any) -> Any:
         t = S.as_text(text)
         return S.restore_index(~t.str.lower().str.contains("porn", regex=False), text.index)
+
+
+@dataclass(kw_only=True)
+class HistogramFilter(Filter):
+    """Keep documents written mostly in a language's characters.
+
+    Give the language's characters either as ``histogram`` (any iterable of characters)
+    or as ``histogram_path``: a text file with one character at the start of each line,
+    most frequent first, read up to the line that starts with ``threshold_char`` (the
+    layout of the per-language histograms used for CCMatrix/NLLB cleaning). No histogram
+    ships with curator_dask.
+
+    Parameters
+    ----------
+    threshold : float
+        Smallest kept share of non-whitespace characters that are in the histogram.
+
+    Score: non-whitespace characters in the histogram / non-whitespace characters (1 for
+    a document without any).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = HistogramFilter(histogram="abcdefghijklmnopqrstuvwxyz", threshold=0.8)
+    >>> f.score(pd.Series(["hello wörld", "ééé"])).round(2).tolist()
+    [0.9, 0.0]
+    """
+
+    histogram: str | frozenset[str] | tuple[str, ...] | None = None
+    histogram_path: str | None = None
+    threshold_char: str = "]"
+    threshold: float = 0.8
+
+    def __post_init__(self) -> None:
+        if (self.histogram is None) == (self.histogram_path is None):
+            raise ValueError("give exactly one of histogram or histogram_path")
+        if self.histogram_path is not None:
+            chars: list[str] = []
+            with open(self.histogram_path, encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip("\n"):
+                        continue
+                    if line[0] == self.threshold_char:
+                        break
+                    chars.append(line[0])
+            self.histogram = "".join(chars)
+        self.histogram = "".join(sorted(set(self.histogram or "") - set(S.WHITESPACE_CHARS)))
+
+    def score(self, text: Any) -> Any:
+        t = S.as_text(text)
+        visible = S.nchars(t) - S.count(t, S.WS)
+        if self.histogram:
+            body = "".join("\\" + c if c in "\\]^-[" else c for c in str(self.histogram))
+            inside = S.count(t, f"[{body}]")
+        else:
+            inside = visible * 0
+        score = S.ratio(inside, visible).mask(visible == 0, 1.0)
+        return S.restore_index(score, text.index)
+
+    def keep_score(self, score: Any) -> Any:
+        return score >= self.threshold

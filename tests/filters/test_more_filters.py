@@ -185,3 +185,27 @@ def test_token_filters_count_with_the_local_tokenizer(tokenizer_dir):
     # The tokenizer is per-process state: it is not pickled with the stage.
     f.setup()
     assert "_tokenizer" not in f.__getstate__()
+
+
+def test_histogram_filter_from_characters_and_from_a_file(tmp_path):
+    from curator_dask.filters import HistogramFilter
+
+    chars = "abcdefghijklmnopqrstuvwxyz.-]^\\"
+    texts = ["hello wörld", "ééé", "", "   ", "a-b]c^d\\e", "東京 abc"]
+
+    def ref(t: str) -> float:
+        visible = [c for c in t if not c.isspace()]
+        return sum(c in chars for c in visible) / len(visible) if visible else 1.0
+
+    f = HistogramFilter(histogram=chars, threshold=0.7)
+    np.testing.assert_allclose(f.score(pd.Series(texts)).to_numpy(), [ref(t) for t in texts])
+    kept = f.process(pd.DataFrame({"text": texts}))["text"].tolist()
+    assert kept == [t for t in texts if ref(t) >= 0.7]
+    # The file form stops at the threshold character's line.
+    path = tmp_path / "en"
+    path.write_text("e 100\nt 90\n] 50\nz 1\n", encoding="utf-8")
+    g = HistogramFilter(histogram_path=str(path))
+    assert g.histogram == "et"
+    assert g.score(pd.Series(["tee z"])).tolist() == [0.75]
+    with pytest.raises(ValueError, match="exactly one"):
+        HistogramFilter()
