@@ -634,6 +634,8 @@ def ngram_stats(offsets, data, words, flags, max_n):  # type: ignore[no-untyped-
                     covered += w_len[j]
             out[d, 2 * n - 1] = best_count * best_chars
             out[d, 2 * n] = covered
+            if best_count == 0:
+                break  # no n-gram repeats, so no longer one does: the rest stay 0
             for j in range(positions):
                 prev[j] = cur[j]
             for j in range(next_id):
