@@ -1,4 +1,4 @@
-"""Two chart kinds for the run report, drawn by matplotlib (PNG) or as plain SVG."""
+"""Two chart kinds for the run report, drawn by matplotlib (PNG embedded in the page)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import base64
 import io
 import math
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any
 
 import numpy as np
@@ -203,156 +202,12 @@ def _mpl_title(ax: Any, title: str, legend: bool, n: int) -> None:
 _W = 760
 
 
-def _svg(width: int, height: int, body: list[str], title: str) -> str:
-    return (
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" font-family="{escape(FONT)}" '
-        f'font-size="11"><title>{escape(title)}</title>'
-        f'<text x="8" y="18" font-size="14" font-weight="bold">{escape(title)}</text>'
-        + "".join(body)
-        + "</svg>"
-    )
+def render(chart: Bars | Lines, engine: str = "matplotlib") -> str:
+    """Render ``chart`` with matplotlib to an HTML fragment (an embedded PNG).
 
-
-def _legend(items: list[tuple[str, str, str]], x: float, y: float) -> list[str]:
-    out = []
-    for label, color, kind in items:
-        if kind == "line" or kind == "dashed":
-            dash = ' stroke-dasharray="5,3"' if kind == "dashed" else ""
-            out.append(
-                f'<line x1="{x}" y1="{y - 4}" x2="{x + 14}" y2="{y - 4}" stroke="{color}" '
-                f'stroke-width="2"{dash}/>'
-            )
-        else:
-            out.append(f'<rect x="{x}" y="{y - 9}" width="12" height="10" fill="{color}"/>')
-        out.append(f'<text x="{x + 18}" y="{y}">{escape(label)}</text>')
-        x += 26 + 6.5 * len(label)
-    return out
-
-
-def svg_bars(chart: Bars) -> str:
-    """Render :class:`Bars` as inline SVG."""
-    n = len(chart.categories)
-    label_w = min(220, 20 + 6.6 * max((len(c) for c in chart.categories), default=4))
-    plot_x, plot_w, row_h, top = label_w, _W - label_w - 150, 26, 44
-    height = top + row_h * n + 40
-    totals = np.zeros(n)
-    for _, values, _ in chart.series:
-        totals = totals + np.asarray(values, dtype="float64")
-    ticks = nice_ticks(float(totals.max()) if n else 1.0)
-    scale = plot_w / ticks[-1] if ticks[-1] > 0 else 0.0
-    body = []
-    for t in ticks:
-        tx = plot_x + t * scale
-        body.append(
-            f'<line x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{top + row_h * n}" '
-            f'stroke="#e5e5e5"/><text x="{tx:.1f}" y="{top + row_h * n + 14}" '
-            f'text-anchor="middle" fill="#555">{fmt_num(t)}</text>'
-        )
-    for i, cat in enumerate(chart.categories):
-        y = top + i * row_h
-        body.append(
-            f'<text x="{plot_x - 6}" y="{y + row_h / 2 + 4}" text-anchor="end">{escape(cat)}</text>'
-        )
-        x = plot_x
-        for label, values, color in chart.series:
-            w = float(values[i]) * scale
-            if w > 0:
-                body.append(
-                    f'<rect x="{x:.1f}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" '
-                    f'fill="{color}"><title>{escape(label)}: {values[i]:,.0f}</title></rect>'
-                )
-            x += w
-        if i < len(chart.notes):
-            body.append(
-                f'<text x="{x + 6:.1f}" y="{y + row_h / 2 + 4}" fill="#444" font-size="10">'
-                f"{escape(chart.notes[i])}</text>"
-            )
-    if chart.xlabel:
-        body.append(
-            f'<text x="{plot_x + plot_w / 2}" y="{height - 6}" text-anchor="middle" '
-            f'fill="#555">{escape(chart.xlabel)}</text>'
-        )
-    if len(chart.series) > 1:
-        body += _legend([(lbl, c, "area") for lbl, _, c in chart.series], plot_x, 36)
-    return _svg(_W, int(height), body, chart.title)
-
-
-def svg_lines(chart: Lines) -> str:
-    """Render :class:`Lines` as inline SVG (step lines, stacked areas)."""
-    height, left, right, top, bottom = 280, 64, 16, 50, 40
-    plot_w, plot_h = _W - left - right, height - top - bottom
-    x = np.asarray(chart.x, dtype="float64")
-    stacked = _stacked(chart)
-    vmax = max((float(np.nanmax(t)) for _, _, t in stacked if len(t)), default=0.0)
-    unit, div = byte_unit(vmax)
-    yticks = nice_ticks(vmax / div)
-    span = float(x.max() - x.min()) if len(x) else 0.0
-    span = span if span > 0 else 1.0
-    xticks = [t for t in nice_ticks(span, 6) if t <= span * 1.0001]
-    x0 = float(x.min()) if len(x) else 0.0
-
-    def px(v: Any) -> np.ndarray:
-        return left + (np.asarray(v) - x0) / span * plot_w
-
-    def py(v: Any) -> np.ndarray:
-        return top + plot_h - np.asarray(v) / div / (yticks[-1] or 1) * plot_h
-
-    body = []
-    for t in yticks:
-        ty = float(py(t * div))
-        body.append(
-            f'<line x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}" '
-            f'stroke="#e5e5e5"/><text x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end" '
-            f'fill="#555">{t:g}</text>'
-        )
-    for t in xticks:
-        tx = float(px(x0 + t))
-        body.append(
-            f'<text x="{tx:.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
-            f'fill="#555">{t:g}</text>'
-        )
-    body.append(
-        f'<text x="14" y="{top + plot_h / 2}" transform="rotate(-90 14 {top + plot_h / 2})" '
-        f'text-anchor="middle" fill="#555">{unit}</text>'
-        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle" fill="#555">'
-        f"{escape(chart.xlabel)}</text>"
-    )
-
-    def step_points(xs: np.ndarray, ys: np.ndarray) -> list[tuple[float, float]]:
-        pts = []
-        for i in range(len(xs)):
-            if i:
-                pts.append((xs[i], ys[i - 1]))
-            pts.append((xs[i], ys[i]))
-        return pts
-
-    xs = px(x)
-    for s, bottom_y, top_y in stacked:
-        upper = step_points(xs, py(top_y))
-        if s.kind == "area":
-            lower = step_points(xs, py(bottom_y))[::-1]
-            pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in upper + lower)
-            body.append(f'<polygon points="{pts}" fill="{s.color}" fill-opacity="0.75"/>')
-        else:
-            dash = ' stroke-dasharray="5,3"' if s.kind == "dashed" else ""
-            pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in upper)
-            body.append(
-                f'<polyline points="{pts}" fill="none" stroke="{s.color}" '
-                f'stroke-width="1.8"{dash}/>'
-            )
-    body.append(
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
-        'stroke="#888"/>'
-    )
-    body += _legend([(s.label, s.color, s.kind) for s in chart.series], left, 38)
-    return _svg(_W, height, body, chart.title)
-
-
-def render(chart: Bars | Lines, engine: str) -> str:
-    """Render ``chart`` with ``engine`` (``"matplotlib"`` or ``"svg"``) to an HTML fragment."""
-    if engine == "matplotlib":
-        return mpl_bars(chart) if isinstance(chart, Bars) else mpl_lines(chart)
-    if engine == "svg":
-        return svg_bars(chart) if isinstance(chart, Bars) else svg_lines(chart)
-    raise ValueError(f"engine must be 'matplotlib' or 'svg', got {engine!r}")
+    matplotlib is the one chart engine: the report's charts and the notebook plots of
+    :mod:`curator_dask.explore` both use it (it also serves interactive use in Jupyter).
+    """
+    if engine != "matplotlib":
+        raise ValueError(f"engine must be 'matplotlib', got {engine!r}")
+    return mpl_bars(chart) if isinstance(chart, Bars) else mpl_lines(chart)

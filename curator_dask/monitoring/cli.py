@@ -42,12 +42,6 @@ def register(
     p.add_argument("run_dir", help="the pipeline's output directory (holds _stats.json)")
     p.add_argument("--open", action="store_true", help="open the report in a web browser")
     p.add_argument("--force", action="store_true", help="render again even if up to date")
-    p.add_argument(
-        "--engine",
-        choices=("auto", "matplotlib", "svg"),
-        default="auto",
-        help="chart renderer (auto: matplotlib when installed)",
-    )
     p.set_defaults(func=run_report)
 
     m = subparsers.add_parser(
@@ -95,7 +89,7 @@ def run_report(args: argparse.Namespace) -> int:
         return 2
     report = run_dir / REPORT_FILE
     if args.force or _stale(run_dir, report):
-        report = write_run_report(run_dir, engine=args.engine)
+        report = write_run_report(run_dir)
     print(report.resolve())
     if args.open:
         webbrowser.open(report.resolve().as_uri())

@@ -120,7 +120,7 @@ def write_run_report(
         present.
     path : path, optional
         Write the report here instead.
-    engine : {"auto", "matplotlib", "svg"}
+    engine : {"auto", "matplotlib"}
         Chart renderer; ``auto`` uses matplotlib when installed.
 
     Returns
@@ -135,7 +135,7 @@ def write_run_report(
     ...          "stages": [{"name": "WordCountFilter", "docs_in": 10, "docs_out": 7,
     ...                      "quarantined": 0, "removed": 3, "seconds": 0.2,
     ...                      "partitions": 2, "extra": {}}]}
-    >>> out = write_run_report(tempfile.mkdtemp(), stats, engine="svg")
+    >>> out = write_run_report(tempfile.mkdtemp(), stats)
     >>> "WordCountFilter" in out.read_text()
     True
     """
@@ -152,7 +152,7 @@ def write_run_report(
         if len(frame):
             write_timeline(frame, run_dir / TIMELINE_FILE)
     if engine == "auto":
-        engine = "matplotlib" if _charts.have_matplotlib() else "svg"
+        engine = "matplotlib" if _charts.have_matplotlib() else "none"
     html = render_report_html(stats, as_frame(timeline), engine=engine, run_dir=run_dir)
     out = Path(path) if path is not None else run_dir / REPORT_FILE
     tmp = out.with_name(out.name + ".tmp")
@@ -166,7 +166,7 @@ def render_report_html(
     stats: Mapping[str, Any],
     timeline: pd.DataFrame,
     *,
-    engine: str = "svg",
+    engine: str = "matplotlib",
     run_dir: Path | None = None,
 ) -> str:
     """Return the report page as a string (see :func:`write_run_report`)."""
@@ -174,7 +174,7 @@ def render_report_html(
     name = _run_name(stats)
     sections = [_summary(stats, stages, timeline, run_dir)]
     if stages:
-        charts = _charts.render(_funnel(stages), engine) + _charts.render(_times(stages), engine)
+        charts = _render(_funnel(stages), engine) + _render(_times(stages), engine)
         table = _stage_table(stages, stats.get("parameters"))
         sections.append(_section("Stages", charts + table))
         examples = _removed_examples(stages)
@@ -193,7 +193,7 @@ def render_report_html(
                 "<p class=muted>This run found every partition written; the memory below is "
                 "from the last run that computed partitions.</p>"
             )
-        charts = "".join(_charts.render(c, engine) for c in mem)
+        charts = "".join(_render(c, engine) for c in mem)
         sections.append(_section("Memory", note + charts))
     elif stages:
         sections.append(
@@ -218,6 +218,13 @@ def render_report_html(
         body="".join(sections),
         footer=f"curator_dask run report &middot; generated {generated}{where}",
     )
+
+
+def _render(chart: _charts.Bars | _charts.Lines, engine: str) -> str:
+    if engine == "none":  # no matplotlib (the monitoring extra): the tables say it all
+        note = "install matplotlib (extra monitoring) for the chart"
+        return f"<p class=muted>{escape(chart.title)}: {note}.</p>"
+    return _charts.render(chart, engine)
 
 
 def _run_name(stats: Mapping[str, Any]) -> str:

@@ -31,21 +31,18 @@ def _images(html: str) -> tuple[int, int]:
     return html.count("data:image/png;base64,"), len(re.findall(r"<svg class=\"chart\"", html))
 
 
-@pytest.mark.parametrize("engine", ["matplotlib", "svg"])
 def test_report_has_stages_funnel_and_memory(
-    run_dir: Path, synthetic_stats: Any, synthetic_timeline: Any, engine: str
+    run_dir: Path, synthetic_stats: Any, synthetic_timeline: Any
 ) -> None:
-    if engine == "matplotlib":
-        pytest.importorskip("matplotlib")
     timeline = synthetic_timeline(workers=2, leak_worker=1)
-    out = write_run_report(run_dir, synthetic_stats(), timeline, engine=engine)
+    out = write_run_report(run_dir, synthetic_stats(), timeline)
     assert out == run_dir / REPORT_FILE
     html = out.read_text()
     for name in STAGE_NAMES:
         assert name in html
     png, svg = _images(html)
     # funnel, time per stage, all-worker memory, per-worker memory, GPU memory
-    assert (png, svg) == ((5, 0) if engine == "matplotlib" else (0, 5))
+    assert (png, svg) == (5, 0)  # matplotlib, the one chart engine
     assert "Every document is accounted for: read 1,000" in html
     assert "complete</span>" in html  # _SUCCESS is there
     assert "Possible memory leak" in html
@@ -62,13 +59,13 @@ def test_report_has_stages_funnel_and_memory(
     assert len(back) == len(timeline)
 
 
-def test_report_svg_engine_draws_every_value(run_dir: Path, synthetic_stats: Any) -> None:
-    html = write_run_report(run_dir, synthetic_stats(), engine="svg").read_text()
-    # one bar per non-zero segment: kept x4, removed x2, quarantined x1; time bars x4
-    assert html.count("</title></rect>") == 4 + 2 + 1 + 4
-    assert "kept: 990" in html
-    assert "removed: 190" in html
-    assert "quarantined: 10" in html
+def test_report_without_a_timeline_has_the_stage_charts(
+    run_dir: Path, synthetic_stats: Any
+) -> None:
+    html = write_run_report(run_dir, synthetic_stats()).read_text()
+    assert _images(html) == (2, 0)  # the funnel and the time per stage
+    for value in ("990", "190", "10"):  # kept, removed, quarantined in the stage table
+        assert f"<td>{value}</td>" in html
     assert "No memory timeline was recorded" in html
 
 
@@ -77,7 +74,7 @@ def test_report_escapes_and_flags_bad_accounting(tmp_path: Path, synthetic_stats
     stats["stages"][1]["name"] = "<b>evil</b>"
     stats["kept"] = 690
     stats["executor"] = {"workers": 2, "note": "<i>x</i>"}
-    html = write_run_report(tmp_path, stats, engine="svg").read_text()
+    html = write_run_report(tmp_path, stats).read_text()
     assert "<script>" not in html
     assert "<b>evil</b>" not in html
     assert "<i>x</i>" not in html
@@ -92,9 +89,9 @@ def test_report_from_run_dir_alone(run_dir: Path, synthetic_timeline: Any) -> No
     stats, timeline = load_run(run_dir)
     assert stats["pipeline"] == "synthetic-run"
     assert timeline is not None
-    html = write_run_report(run_dir, engine="svg").read_text()
-    assert _images(html)[1] == 5  # funnel, time, memory of all workers, per worker, GPU
-    assert "GPU memory used" in html
+    html = write_run_report(run_dir).read_text()
+    assert _images(html)[0] == 5  # funnel, time, memory of all workers, per worker, GPU
+    assert "Peak GPU memory" in html
 
 
 def test_load_run_needs_stats(tmp_path: Path) -> None:
@@ -122,7 +119,7 @@ def _run(argv: list[str], client: Any = None) -> int:
 def test_cli_report_renders_once_then_reuses(
     run_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run(["report", str(run_dir), "--engine", "svg"]) == 0
+    assert _run(["report", str(run_dir)]) == 0
     report = run_dir / REPORT_FILE
     assert capsys.readouterr().out.strip() == str(report.resolve())
     html = report.read_text()
@@ -133,12 +130,12 @@ def test_cli_report_renders_once_then_reuses(
     os.utime(report, (old + 50, old + 50))
     assert _run(["report", str(run_dir)]) == 0
     assert report.stat().st_mtime == pytest.approx(old + 50)  # up to date: not redrawn
-    assert _run(["report", str(run_dir), "--force", "--engine", "svg"]) == 0
+    assert _run(["report", str(run_dir), "--force"]) == 0
     assert report.stat().st_mtime > old + 60
     # newer statistics: drawn again
     os.utime(report, (old, old))
     os.utime(run_dir / "_stats.json", (old + 10, old + 10))
-    assert _run(["report", str(run_dir), "--engine", "svg"]) == 0
+    assert _run(["report", str(run_dir)]) == 0
     assert report.stat().st_mtime > old + 60
 
 
@@ -148,7 +145,7 @@ def test_cli_report_open_and_missing(
 ) -> None:  # fmt: skip
     opened: list[str] = []
     monkeypatch.setattr(mon_cli.webbrowser, "open", opened.append)
-    assert _run(["report", str(run_dir), "--open", "--engine", "svg"]) == 0
+    assert _run(["report", str(run_dir), "--open"]) == 0
     assert opened == [(run_dir / REPORT_FILE).resolve().as_uri()]
     assert _run(["report", str(tmp_path / "nowhere")]) == 2
     assert "_stats.json not found" in capsys.readouterr().err
@@ -258,7 +255,7 @@ def test_curator_dask_main_runs_report(
     modules = list(cli.SUBCOMMAND_MODULES)
     if "curator_dask.monitoring.cli" not in modules:
         monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", [*modules, "curator_dask.monitoring.cli"])
-    assert cli.main(["report", str(run_dir), "--engine", "svg"]) == 0
+    assert cli.main(["report", str(run_dir)]) == 0
     assert capsys.readouterr().out.strip() == str((run_dir / REPORT_FILE).resolve())
     help_text = cli.build_parser().format_help()
     assert "report" in help_text

@@ -59,7 +59,7 @@ def test_report_says_what_produced_the_output(tmp_path: Path, threads_client: An
     docs = write_inputs(tmp_path / "in")
     out = tmp_path / "out"
     first = run(tmp_path / "in", out, threads_client, "overwrite")
-    html = write_run_report(out, engine="svg").read_text()
+    html = write_run_report(out).read_text()
     # the stage's parameters, from _stats.json
     stats = json.loads((out / "_stats.json").read_text())
     assert stats["parameters"]["WordCountFilter"]["min_words"] == 5
@@ -87,7 +87,7 @@ def test_report_says_what_produced_the_output(tmp_path: Path, threads_client: An
     assert (second.read, second.kept, second.removed) == (first.read, first.kept, first.removed)
     runs = json.loads((out / RUNS_FILE).read_text())
     assert [r["partitions_written"] for r in runs] == [3]
-    html = write_run_report(out, engine="svg").read_text()
+    html = write_run_report(out).read_text()
     assert "wrote 0 of 3 partitions; 3 were done before" in html
     assert "Wall time, all runs" in html
     assert f"{runs[0]['wall_seconds']:.1f} s" in html
