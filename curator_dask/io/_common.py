@@ -129,6 +129,33 @@ def id_text(value: Any) -> str | None:
 GENERATED_MARK = "\x00generated_id"
 
 
+def id_names(paths: Sequence[str]) -> dict[str, str]:
+    """The name each input file gives its generated ids: its base name, or, when other
+    listed files share that base name, its shortest trailing path that is unique.
+
+    >>> names = id_names(["/d/2023/part-0.jsonl", "/d/2024/part-0.jsonl", "/d/x.jsonl"])
+    >>> [names[p] for p in sorted(names)]
+    ['2023/part-0.jsonl', '2024/part-0.jsonl', 'x.jsonl']
+    """
+    parts = {p: [x for x in p.rstrip("/").split("/") if x] for p in paths}
+    out: dict[str, str] = {}
+    depth = 1
+    pending = list(paths)
+    while pending:
+        names: dict[str, list[str]] = {}
+        for p in pending:
+            names.setdefault("/".join(parts[p][-depth:]), []).append(p)
+        pending = []
+        for name, owners in names.items():
+            if len(owners) == 1 or all(len(parts[p]) <= depth for p in owners):
+                for p in owners:
+                    out[p] = name
+            else:
+                pending += owners
+        depth += 1
+    return out
+
+
 def fill_ids(
     part: pd.DataFrame, id_column: str, name: str, positions: np.ndarray, mark: bool = False
 ) -> pd.DataFrame:
@@ -478,6 +505,8 @@ class FileReader(Reader):
         to find where it splits.
         """
         files = list_files(self.paths, self.suffixes, self.storage_options)
+        # Resolved here, on the client, from the whole listing; travels with the reader.
+        self._id_names = id_names([f.path for f in files])
         bs = self._blocksize
         return group_files(
             files,
@@ -552,6 +581,11 @@ class FileReader(Reader):
             label=f"read-{self.format_name}",
             enforce_metadata=False,
         )
+
+    def id_name(self, path: str) -> str:
+        """The file name that generated ids of ``path`` start with (see :func:`id_names`)."""
+        names: dict[str, str] = getattr(self, "_id_names", None) or {}
+        return names.get(path) or basename(path)
 
     # -- what a subclass gives -------------------------------------------------------------
     def split_file(self, f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:

@@ -86,15 +86,17 @@ def parse_jsonl_block(
     max_document_bytes: int | None = None,
     on_error: str = "quarantine",
     mark_generated: bool = False,
+    id_name: str | None = None,
 ) -> tuple[pd.DataFrame, BadRecords]:
     """Parse whole JSONL lines into a pandas frame and the records to quarantine.
 
     ``offset`` is the file offset of ``buf[0]``; ``first_line`` the 1-based line number of
     the first line in ``buf`` (None when unknown). Blank lines are not records. Ids missing
-    from the input become ``"<basename>:<byte offset>"``.
+    from the input become ``"<id_name>:<byte offset>"`` (``id_name``: the file's base name
+    unless given).
     """
     bad = BadRecords(file)
-    name = basename(file)
+    name = id_name or basename(file)
     lines = _Lines.of(buf)
     lengths = lines.ends - lines.starts
     records = lengths > 0
@@ -514,6 +516,7 @@ class JsonlReader(FileReader):
             max_document_bytes=self.max_document_bytes,
             on_error=self.on_error,
             mark_generated=True,
+            id_name=self.id_name(path),
         )
 
     def _read_compressed(self, path: str, dec: Decompressed) -> tuple[pd.DataFrame, BadRecords]:

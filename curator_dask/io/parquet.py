@@ -25,7 +25,7 @@ from curator_dask.io._common import (
     finish_frame,
     raise_bad,
 )
-from curator_dask.io._files import FileInfo, basename, get_fs
+from curator_dask.io._files import FileInfo, get_fs
 from curator_dask.io.base import PartitionSpec
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
@@ -183,7 +183,7 @@ class ParquetReader(FileReader):
             part[self.text_column] = part[self.text_column].astype(STRING_DTYPE)
         else:
             part[self.text_column] = pd.Series([], dtype=STRING_DTYPE)
-        part = fill_ids(part, self.id_column, basename(path), rows, mark=True)
+        part = fill_ids(part, self.id_column, self.id_name(path), rows, mark=True)
         return part, bad
 
     def _text_ok(self, table: pa.Table) -> np.ndarray:

@@ -102,3 +102,19 @@ def test_generated_ids_never_equal_given_ones(tmp_path: Path, where: str) -> Non
         assert len(ids) == 2
         assert len(set(ids)) == 2, ids
         assert "c.jsonl:0" in ids
+
+
+def test_files_of_the_same_name_in_two_directories_get_distinct_ids(tmp_path: Path) -> None:
+    """``2023/part-0.jsonl`` and ``2024/part-0.jsonl`` without ids (a common layout): the
+    generated ids name the directory too, so no two documents share an id (a dedup that
+    removes by id would otherwise remove both)."""
+    src = tmp_path / "in"
+    for year in ("2023", "2024"):
+        (src / year).mkdir(parents=True)
+        _write(src / year / "part-0.jsonl", [{"text": f"{TEXT} {year} {i}"} for i in range(3)])
+    for audit in _both(tmp_path, src):
+        audit.balanced()
+        ids = [d["id"] for d in audit.kept]
+        assert len(ids) == 6
+        assert len(set(ids)) == 6, ids
+        assert {i.rsplit(":", 1)[0] for i in ids} == {"2023/part-0.jsonl", "2024/part-0.jsonl"}
