@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from curator_dask.modifiers.lines import C4LineModifier, LineRemover
+from curator_dask.modifiers.lines import C4LineModifier, CitationRemover, LineRemover
 from curator_dask.modifiers.normalizers import (
     MojibakeFixer,
     UnicodeNormalizer,
@@ -12,6 +12,7 @@ from curator_dask.stage import Modifier
 
 __all__ = [
     "C4LineModifier",
+    "CitationRemover",
     "LineRemover",
     "Modifier",
     "MojibakeFixer",

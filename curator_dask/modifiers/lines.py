@@ -84,3 +84,32 @@ class C4LineModifier(Modifier):
             remove_policy_lines=self.remove_policy_lines,
         )
         return S.restore_index(S.join_rows(rows[keep], len(t)), text.index)
+
+
+#: Wikipedia-style citation and edit markers: ``[1]``, ``[12, 13]``, ``[a]``,
+#: ``[citation needed]``, ``[edit]`` (case-insensitive for the words).
+CITATION_PATTERN = r"\[(?:\d+(?: *[," + "\u2013" + r"-] *\d+)*|[a-z]|(?i:citation needed|edit))\]"
+
+
+@dataclass
+class CitationRemover(Modifier):
+    """Remove citation and edit markers left in scraped encyclopedia text (C4's cleaning).
+
+    Parameters
+    ----------
+    pattern : str
+        The markers to remove; default :data:`CITATION_PATTERN`. Everything else,
+        whitespace included, is kept.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> CitationRemover().modify(pd.Series(["Paris[1] is big.[citation needed][edit]"])).tolist()
+    ['Paris is big.']
+    """
+
+    pattern: str = CITATION_PATTERN
+
+    def modify(self, text: Any) -> Any:
+        t = S.as_text(text)
+        return S.restore_index(t.str.replace(self.pattern, "", regex=True), text.index)

@@ -132,3 +132,21 @@ def test_doctests():
         result = doctest.testmod(m)
         assert result.attempted > 0
         assert result.failed == 0
+
+
+def test_citation_remover_matches_a_python_reference():
+    from curator_dask.modifiers import CitationRemover
+
+    texts = [
+        *TEXTS,
+        "Paris[1] is big.[citation needed][Edit] [12, 13] [4\u20136] [b] [B] [x1] [] [ 1 ]",
+        "[1][2]\n[citation  needed] keep [1",
+        "[1,\u00a02] [1 ,2] [1,\t2]",
+    ]
+    ref = re.compile(r"\[(?:\d+(?: *[,\u2013-] *\d+)*|[a-z]|(?i:citation needed|edit))\]")
+    want = [ref.sub("", t) for t in texts]
+    frame = pd.DataFrame({"text": texts}, index=range(3, 3 + len(texts)))
+    got = dd.from_pandas(frame, npartitions=3).map_partitions(CitationRemover().process)
+    with dask.config.set(scheduler="sync"):
+        assert got.compute()["text"].tolist() == want
+    assert want[-3].startswith("Paris is big. ")
