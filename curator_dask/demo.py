@@ -10,9 +10,11 @@
 3. exact deduplication -> ``<output>/exact/`` (``removed_ids/``, ``deduplicated/``);
 4. fuzzy deduplication (word 5-grams, candidate check) -> ``<output>/fuzzy/``;
 5. ``<output>/summary.json`` with the accounting ``read = kept + removed + quarantined``, and
-   the pipeline's HTML report ``<output>/filtered/_report.html``.
+   the pipeline's HTML report ``<output>/filtered/.curator/_report.html``.
 
-Everything it writes is under ``output``; a second run starts afresh.
+Everything it writes is under ``output``. A second run removes what the first one wrote (the
+entries listed in ``<output>/.curator-demo``) and nothing else; a non-empty ``output`` that
+holds no such list is refused.
 """
 
 from __future__ import annotations
@@ -56,13 +58,55 @@ def prepare_input(output: str) -> str:
     return inp
 
 
+#: What the demo writes under its output directory (and removes again on a rerun).
+DEMO_ENTRIES = ("input", "filtered", "exact", "fuzzy", "cache", "summary.json")
+_MARKER = ".curator-demo"
+
+
+def clear_previous_run(output: str) -> None:
+    """Remove what an earlier demo run wrote in ``output``, and nothing else.
+
+    Raises ``FileExistsError`` for a non-empty directory that no demo run wrote (no
+    ``.curator-demo`` list, no demo ``summary.json``).
+    """
+    if not os.path.isdir(output) or not os.listdir(output):
+        return
+    marker = os.path.join(output, _MARKER)
+    if os.path.exists(marker):
+        with open(marker) as f:
+            entries = [e for e in json.load(f) if e in DEMO_ENTRIES]
+    elif _is_old_demo(output):
+        entries = list(DEMO_ENTRIES)  # written by a version without the list
+    else:
+        raise FileExistsError(
+            f"demo: {output} is not empty and was not written by the demo; give a new or "
+            "empty directory with --output (the demo removes only what it wrote)"
+        )
+    for name in entries:
+        path = os.path.join(output, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+
+
+def _is_old_demo(output: str) -> bool:
+    try:
+        with open(os.path.join(output, "summary.json")) as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and {"read", "kept", "balanced"} <= set(summary)
+
+
 def run_demo(output: str, client: Any = None, blocksize: str = "1MB") -> dict[str, Any]:
     """Run the demo job (see the module docstring); return the summary it writes.
 
     Parameters
     ----------
     output : str
-        Directory for everything the demo writes (cleared first).
+        Directory for everything the demo writes (what an earlier demo run wrote there is
+        removed first; nothing else is).
     client : distributed.Client, optional
         Where to run; default a local cluster from ``curator.cluster.*``.
     blocksize : str
@@ -77,8 +121,11 @@ def run_demo(output: str, client: Any = None, blocksize: str = "1MB") -> dict[st
     from curator_dask.modifiers import UnicodeNormalizer, WhitespaceNormalizer
     from curator_dask.pipeline import Pipeline
 
-    if os.path.exists(output):
-        shutil.rmtree(output)
+    output = os.path.abspath(output)
+    clear_previous_run(output)
+    os.makedirs(output, exist_ok=True)
+    with open(os.path.join(output, _MARKER), "w") as f:
+        json.dump(list(DEMO_ENTRIES), f)
     t0 = time.perf_counter()
     inp = prepare_input(output)
     pipeline = Pipeline(
@@ -127,8 +174,8 @@ def run_demo(output: str, client: Any = None, blocksize: str = "1MB") -> dict[st
         "kept": kept,
         "balanced": result.read == kept + sum(removed.values()) + result.quarantined,
         "output": fuzzy["deduplicated"],
-        "quarantine": os.path.join(output, "filtered", "_quarantine"),
-        "report": os.path.join(output, "filtered", "_report.html"),
+        "quarantine": ParquetWriter(os.path.join(output, "filtered")).layout.quarantine_dir,
+        "report": ParquetWriter(os.path.join(output, "filtered")).layout.report_path,
         "seconds": round(time.perf_counter() - t0, 1),
     }
     with open(os.path.join(output, "summary.json"), "w") as f:

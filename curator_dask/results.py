@@ -36,6 +36,8 @@ class PipelineResult:
     partitions_skipped: int = 0
     execution_mode: str = "streaming"
     stats_path: str | None = None
+    #: The folder of the run's metadata (statistics, quarantine, report), beside the documents.
+    metadata_path: str | None = None
     partition_mismatches: list[int] = field(default_factory=list)
     splits: int = 0
     split_partitions: list[int] = field(default_factory=list)

@@ -227,12 +227,12 @@ def test_run_end_to_end_sequential(
     assert f"output: {out}" in printed.out
     assert "lazy: nothing runs until run()" in printed.err  # the pipeline is shown first
     assert output_ids(out) == expected_ids(records, 50)
-    stats = json.loads((out / "_stats.json").read_text())
+    stats = json.loads((out / ".curator" / "_stats.json").read_text())
     assert (stats["read"], stats["quarantined"]) == (len(records) + 1, 1)
     assert stats["kept"] == len(expected_ids(records, 50))
     assert stats["partitions"] == 3
-    assert (out / "_quarantine" / "part-00001.jsonl").exists()
-    assert (out / "_SUCCESS").exists()
+    assert (out / ".curator" / "_quarantine" / "part-00001.jsonl").exists()
+    assert (out / ".curator" / "_SUCCESS").exists()
 
 
 def test_run_dry_run_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -266,7 +266,7 @@ def test_run_end_to_end_on_a_local_cluster(
     assert main(args) == 0
     assert "batch" in capsys.readouterr().out
     assert output_ids(out) == expected_ids(records, 20)
-    assert json.loads((out / "_stats.json").read_text())["execution_mode"] == "batch"
+    assert json.loads((out / ".curator" / "_stats.json").read_text())["execution_mode"] == "batch"
 
 
 def test_bare_class_names_resolve_to_package_stages(tmp_path: Path) -> None:

@@ -27,10 +27,35 @@ def test_demo_accounts_for_every_document(tmp_path, sample_records):
     assert summary["read"] == summary["kept"] + sum(removed.values()) + summary["quarantined"]
     on_disk = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert on_disk == summary
-    assert "WordCountFilter" in (tmp_path / "demo" / "filtered" / "_report.html").read_text()
+    assert (
+        "WordCountFilter"
+        in (tmp_path / "demo" / "filtered" / ".curator" / "_report.html").read_text()
+    )
 
 
 def test_demo_is_a_subcommand(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     assert "--output" in capsys.readouterr().out
+
+
+def test_demo_output_never_loses_files_it_did_not_write(tmp_path):
+    from curator_dask.demo import DEMO_ENTRIES, clear_previous_run
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("years of work")
+    with pytest.raises(FileExistsError, match="not written by the demo"):
+        clear_previous_run(str(mine))
+    assert (mine / "thesis.txt").read_text() == "years of work"
+
+    # a directory the demo wrote, with a file of the user's added since
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    (demo / ".curator-demo").write_text(json.dumps(list(DEMO_ENTRIES)))
+    (demo / "filtered").mkdir()
+    (demo / "filtered" / "part-00000.parquet").write_bytes(b"x")
+    (demo / "summary.json").write_text("{}")
+    (demo / "notes.txt").write_text("keep")
+    clear_previous_run(str(demo))
+    assert sorted(p.name for p in demo.iterdir()) == [".curator-demo", "notes.txt"]

@@ -9,11 +9,13 @@ run's :class:`~curator_dask.io.layout.RunLayout`.
 
 from __future__ import annotations
 
+import base64
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from curator_dask import _backend
 from curator_dask.io.base import PartitionSpec, Reader, Writer, empty_quarantine
@@ -83,11 +85,34 @@ def write_task(
         "token": token,
         "path": written.path,
         "rows": int(written.rows),
+        "schema": encode_schema(written.schema),
         "stages": [*carry.stats, stats.to_dict()],
         "finished_at": time.time(),
         **(note or {}),
     }
     layout.write_json(layout.partition_stats_path(carry.index), record)
+    return record
+
+
+def encode_schema(schema: bytes | None) -> str | None:
+    """A serialised arrow schema as text for a JSON record."""
+    return None if schema is None else base64.b64encode(schema).decode("ascii")
+
+
+def decode_schema(text: str | None) -> pa.Schema | None:
+    """The arrow schema of :func:`encode_schema`'s text."""
+    if not text:
+        return None
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+def conform_task(
+    writer: Writer, layout: RunLayout, record: dict[str, Any], schema: pa.Schema
+) -> dict[str, Any]:
+    """Rewrite one written partition to the run's schema; store and return its new record."""
+    new = writer.conform(int(record["index"]), schema)
+    record = {**record, "schema": encode_schema(new)}
+    layout.write_json(layout.partition_stats_path(int(record["index"])), record)
     return record
 
 

@@ -19,6 +19,7 @@ from curator_dask.executor import _tasks
 from curator_dask.executor._progress import Progress
 from curator_dask.io.base import PartitionSpec, Reader, Writer
 from curator_dask.io.layout import RunLayout
+from curator_dask.io.writers import unify_schemas
 from curator_dask.results import PipelineResult
 from curator_dask.stage import ProcessingStage, parameters_of
 
@@ -254,14 +255,16 @@ class Executor:
         done = done_records(plan)
         todo = [s for s in plan.specs if s.index not in done]
         if not todo:  # everything was written before: no cluster needed
-            result = self._summarise(plan, done, [], t0)
+            records = self._conform(None, plan, done)
+            result = self._summarise(plan, records, len(done), t0)
         else:
             with self._session(plan) as session:
                 if mode == "streaming":
                     new = self._run_streaming(session, plan, todo)
                 else:
                     new = self._run_batch(session, plan, todo)
-                result = self._summarise(plan, done, new, t0)
+                records = self._conform(session, plan, {**done, **{r["index"]: r for r in new}})
+                result = self._summarise(plan, records, len(done), t0)
                 self._on_run_end(session, result)
         result.check()
         plan.writer.finish(result.to_dict())
@@ -269,21 +272,47 @@ class Executor:
             plan.layout.remove(plan.layout.work_dir(), recursive=True)
         return result
 
+    def _conform(
+        self, session: Any, plan: RunPlan, records: dict[int, dict[str, Any]]
+    ) -> dict[int, dict[str, Any]]:
+        """Give every part file of the run one schema: the union of theirs (io.writers).
+
+        Only the files whose schema differs are rewritten (by the writer's ``conform``), e.g.
+        a partition of broken records that lacks a column the others have, or an empty one.
+        """
+        schemas = {i: _tasks.decode_schema(rec.get("schema")) for i, rec in records.items()}
+        known = {i: s for i, s in sorted(schemas.items()) if s is not None}
+        if not known:
+            return records
+        schema = unify_schemas(list(known.values()))
+        # an empty partition has no file to conform (see the writers)
+        todo = [i for i, s in known.items() if records[i]["rows"] and not s.equals(schema)]
+        if not todo:
+            return records
+        args = [(plan.writer, plan.layout, records[i], schema) for i in todo]
+        fixed = self._map(session, _tasks.conform_task, args)
+        return {**records, **{int(r["index"]): r for r in fixed}}
+
+    def _map(
+        self, session: Any, fn: Callable[..., dict[str, Any]], args: list[tuple[Any, ...]]
+    ) -> list[dict[str, Any]]:
+        """Run ``fn(*a)`` for each ``a`` in ``args`` (here, in this process)."""
+        return [fn(*a) for a in args]
+
     def _summarise(
         self,
         plan: RunPlan,
-        done: dict[int, dict[str, Any]],
-        new: list[dict[str, Any]],
+        records: dict[int, dict[str, Any]],
+        skipped: int,
         t0: float,
     ) -> PipelineResult:
         """Sum the records of skipped and new partitions; write the run's statistics."""
-        records = {**done, **{r["index"]: r for r in new}}
         result = PipelineResult.from_records(
             plan.pipeline.name,
             records.values(),
             wall_seconds=time.perf_counter() - t0,
             output_path=plan.output,
-            partitions_skipped=len(done),
+            partitions_skipped=skipped,
             execution_mode=plan.mode,
         )
         result.parameters = {
@@ -294,6 +323,7 @@ class Executor:
                 strict=False,
             )
         }
+        result.metadata_path = plan.layout.meta_dir
         result.stats_path = plan.layout.write_bytes(
             plan.layout.stats_path, result.to_json().encode("utf-8")
         )

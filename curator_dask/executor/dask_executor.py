@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from curator_dask import config as _config
@@ -232,17 +232,24 @@ class DaskExecutor(Executor):
                 Progress(plan.pipeline.name, 0).message(f"dashboard: {client.dashboard_link}")
             self._setup_on_nodes(client, plan)
             check_partition_sizes(client, plan)
-            _hooks.run_start(client, plan.output)
+            _hooks.run_start(client, plan.layout.meta_dir)
             try:
                 yield client
             except BaseException:
-                _hooks.run_failed(plan.output)
+                _hooks.run_failed(plan.layout.meta_dir)
                 raise
             finally:
                 try:
                     client.run(teardown_all, on_error="ignore")
                 except Exception:  # workers gone: nothing left to tear down
                     logger.debug("teardown on workers failed", exc_info=True)
+
+    def _map(
+        self, session: Any, fn: Callable[..., dict[str, Any]], args: list[tuple[Any, ...]]
+    ) -> list[dict[str, Any]]:
+        if session is None:
+            return super()._map(session, fn, args)
+        return session.gather([session.submit(fn, *a, pure=False) for a in args])
 
     def _on_run_end(self, session: Any, result: Any) -> None:
         _hooks.run_end(result)

@@ -108,11 +108,17 @@ class Reader:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What :meth:`Writer.write_partition` wrote."""
+    """What :meth:`Writer.write_partition` wrote.
+
+    ``schema`` is the written file's arrow schema, serialised
+    (``pyarrow.Schema.serialize()``), or None; the executor unifies the schemas of a run's
+    files and has the writer :meth:`~Writer.conform` the ones that differ.
+    """
 
     index: int
     path: str
     rows: int
+    schema: bytes | None = None
 
 
 class Writer:
@@ -141,6 +147,15 @@ class Writer:
     def write_partition(self, part: Any, index: int) -> WriteResult:
         """Write one partition under its deterministic name; atomic."""
         raise NotImplementedError
+
+    def conform(self, index: int, schema: Any) -> bytes | None:
+        """Rewrite partition ``index``'s file to the run's ``schema`` (a ``pyarrow.Schema``).
+
+        Missing columns become nulls, types are cast, columns are put in ``schema``'s
+        order; documents and their values are unchanged. Returns the new serialised schema,
+        or None when the writer's files have no schema to conform (the default).
+        """
+        return None
 
     def finish(self, summary: dict[str, Any]) -> None:
         """Mark the dataset complete (writes the completion marker)."""

@@ -9,8 +9,11 @@ An output directory holds the documents and, apart from them, the run's metadata
     <output>/<META_DIR>/_stats/        one statistics record per written partition
     <output>/<META_DIR>/_quarantine/   the quarantined input records, one file per partition
     <output>/<META_DIR>/_work/         batch mode's intermediate Parquet files
-    <output>/<META_DIR>/_report.html   the HTML report (monitoring)
+    <output>/<META_DIR>/_report.html   the HTML report, and _timeline.parquet (monitoring)
     <output>/<META_DIR>/_runs.json     the runs that wrote partitions (monitoring)
+
+with ``META_DIR = ".curator"``: only document files sit at the top, and every reader of
+datasets (dask, pandas, pyarrow, HF ``datasets``, Spark) skips the metadata folder.
 
 Writers, executors and workflows ask a :class:`RunLayout` for these names and write through
 it (atomically, on local disks and object stores alike); none formats a path of its own.
@@ -32,8 +35,11 @@ from curator_dask.io._files import get_fs, is_object_store, part_name, write_byt
 from curator_dask.io.base import empty_quarantine
 from curator_dask.io.quarantine import write_quarantine_file
 
-#: The directory, under an output directory, that holds everything but the documents.
-META_DIR = ""
+#: The folder, under an output directory, that holds everything but the documents. A leading
+#: ``.`` is the one convention dask, pandas and pyarrow (``.``/``_``), Spark (``.``/``_``),
+#: HF ``datasets`` (``.`` and ``__``; a ``_SUCCESS`` file or ``_x/`` folder breaks
+#: ``load_dataset``) and shell globs all skip, so the output reads back as the documents alone.
+META_DIR = ".curator"
 #: Names of the metadata files and folders inside :data:`META_DIR`.
 SUCCESS = "_SUCCESS"
 RUN_STATS = "_stats.json"
@@ -67,6 +73,17 @@ def resolve_path(path: str | os.PathLike[str]) -> str:
     if "://" in path:
         return path.rstrip("/") if not path.endswith(":///") else path
     return os.path.abspath(os.path.expanduser(path))
+
+
+def run_metadata_dir(path: str | os.PathLike[str]) -> str:
+    """The folder holding a run's statistics: ``<path>/.curator`` if it has them, else ``path``.
+
+    Lets a command given either the output directory or its metadata folder find the files.
+    """
+    path = os.fspath(path)
+    meta = join(path, META_DIR)
+    fs, p = get_fs(join(meta, RUN_STATS), None)
+    return meta if fs.exists(p) else path
 
 
 def join(root: str, *names: str) -> str:

@@ -68,7 +68,7 @@ def read_quarantine(path: str, storage_options: dict[str, Any] | None = None) ->
     ----------
     path : str
         A quarantine file, a directory of ``part-*.jsonl`` quarantine files, or an output
-        directory holding a ``_quarantine/`` folder.
+        directory (its ``.curator/_quarantine/`` folder).
     storage_options : dict, optional
         Passed to fsspec.
 
@@ -88,8 +88,11 @@ def read_quarantine(path: str, storage_options: dict[str, Any] | None = None) ->
     if fs.isfile(root):
         files = [root]
     elif fs.isdir(root):
-        sub = posixpath.join(root.rstrip("/"), "_quarantine")
-        base = sub if fs.isdir(sub) else root
+        # an output directory: its metadata folder's quarantine (io.layout), or the older
+        # layout's _quarantine/ beside the documents
+        top = root.rstrip("/")
+        subs = [posixpath.join(top, d) for d in (".curator/_quarantine", "_quarantine")]
+        base = next((sub for sub in subs if fs.isdir(sub)), root)
         files = sorted(p for p in fs.glob(posixpath.join(base.rstrip("/"), "part-*.jsonl")))
     else:
         files = []

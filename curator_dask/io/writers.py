@@ -115,27 +115,107 @@ class _FileWriter(Writer):
         """True in ``resume`` mode when partition ``index`` was written by an earlier run.
 
         A part file exists only once it is complete (it is renamed into place), so its
-        existence is enough.
+        existence is enough; an empty partition has no file, and is done when its
+        statistics record says it wrote 0 rows.
         """
         if self.mode != "resume":
             return False
-        return self.layout.exists(self.layout.part_path(index))
+        if self.layout.exists(self.layout.part_path(index)):
+            return True
+        record = self.layout.read_json(self.layout.partition_stats_path(index))
+        return isinstance(record, dict) and record.get("rows") == 0
 
     def write_partition(self, part: Any, index: int) -> WriteResult:
-        """Write one partition (pandas or cudf) to ``part-<index:05d>``, atomically."""
+        """Write one partition (pandas or cudf) to ``part-<index:05d>``, atomically.
+
+        An empty partition leaves no file (and removes one of an earlier run): an empty
+        Parquet file breaks HF ``datasets.load_dataset`` and an empty JSONL file has no
+        columns for ``dask.dataframe.read_json``. Its schema is still returned, so its
+        columns count in the run's schema.
+        """
         final = self.layout.part_path(index)
         fs, path = self.layout.fs(final)
+        if not len(part):
+            if fs.exists(path):
+                fs.rm(path)
+            return WriteResult(index, final, 0, frame_schema(part).serialize().to_pybytes())
         with atomic_output(fs, path) as f:
-            self._encode(part, f)
-        return WriteResult(index, final, len(part))
+            schema = self._encode(part, f)
+        return WriteResult(index, final, len(part), schema.serialize().to_pybytes())
+
+    def conform(self, index: int, schema: pa.Schema) -> bytes | None:
+        """Rewrite ``part-<index:05d>`` with ``schema``'s columns, in its order (atomically).
+
+        A missing column becomes nulls; values are unchanged (Parquet columns are cast to
+        the unified type, see :func:`unify_schemas`).
+        """
+        final = self.layout.part_path(index)
+        fs, path = self.layout.fs(final)
+        with fs.open(path, "rb") as f:
+            data = f.read()
+        with atomic_output(fs, path) as f:
+            self._conform(data, schema, f, final)
+        return schema.serialize().to_pybytes()
 
     def finish(self, summary: dict[str, Any]) -> None:
         """Write the completion marker holding ``summary`` as JSON (atomically)."""
         data = json.dumps(summary, indent=2, sort_keys=True, default=str).encode()
         self.layout.write_bytes(self.layout.success_path, data)
 
-    def _encode(self, part: Any, f: Any) -> None:
+    def _encode(self, part: Any, f: Any) -> pa.Schema:
         raise NotImplementedError
+
+    def _conform(self, data: bytes, schema: pa.Schema, f: Any, name: str) -> None:
+        raise NotImplementedError
+
+
+def frame_schema(part: Any) -> pa.Schema:
+    """The arrow schema of a pandas or cudf frame (columns of unknown type as ``null``)."""
+    if hasattr(part, "to_arrow") and not isinstance(part, pd.DataFrame):
+        return part.head(0).to_arrow(preserve_index=False).schema.remove_metadata()
+    try:
+        return pa.Schema.from_pandas(part, preserve_index=False).remove_metadata()
+    except (pa.ArrowException, ValueError, TypeError):  # mixed Python objects in a column
+        fields = []
+        for name in part.columns:
+            try:
+                fields.append(pa.Schema.from_pandas(part[[name]], preserve_index=False).field(0))
+            except (pa.ArrowException, ValueError, TypeError):
+                fields.append(pa.field(str(name), pa.null()))
+        return pa.schema(fields)
+
+
+def unify_schemas(schemas: list[pa.Schema]) -> pa.Schema:
+    """One schema for all files of a run: the union of their columns, in order of appearance.
+
+    A column's type is the arrow promotion of its types (``null`` gives way to any type,
+    ``int64`` with ``double`` becomes ``double``, ``string`` with ``large_string`` becomes
+    ``large_string``); types that do not promote (``int64`` and ``string``) become
+    ``large_string``.
+
+    >>> s = unify_schemas([pa.schema([("a", pa.int64())]),
+    ...                    pa.schema([("a", pa.float64()), ("b", pa.string())])])
+    >>> [(f.name, str(f.type)) for f in s]
+    [('a', 'double'), ('b', 'string')]
+    """
+    names: dict[str, list[pa.DataType]] = {}
+    for schema in schemas:
+        for fld in schema:
+            names.setdefault(fld.name, []).append(fld.type)
+    fields = []
+    for name, types in names.items():
+        known = [t for t in types if t != pa.null()]
+        if not known:
+            fields.append(pa.field(name, pa.null()))
+            continue
+        try:
+            merged = pa.unify_schemas(
+                [pa.schema([(name, t)]) for t in known], promote_options="permissive"
+            )
+            fields.append(merged.field(name))
+        except (pa.ArrowException, TypeError):
+            fields.append(pa.field(name, pa.large_string()))
+    return pa.schema(fields)
 
 
 @dataclass
@@ -161,10 +241,26 @@ class JsonlWriter(_FileWriter):
 
     suffix: ClassVar[str] = ".jsonl"
 
-    def _encode(self, part: Any, f: Any) -> None:
+    def _encode(self, part: Any, f: Any) -> pa.Schema:
         part = _backend.to_pandas(part)
         for start in range(0, len(part), _JSONL_ROWS_PER_CHUNK):
             f.write(encode_jsonl(part.iloc[start : start + _JSONL_ROWS_PER_CHUNK]))
+        return frame_schema(part)
+
+    def _conform(self, data: bytes, schema: pa.Schema, f: Any, name: str) -> None:
+        # Each record gets every column of the run (null where it had none), in the run's
+        # order; values are parsed and written back by the json module, unchanged.
+        columns = schema.names
+        out = []
+        for line in data.decode("utf-8", errors="surrogatepass").splitlines():
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            full = {c: rec.get(c) for c in columns}
+            full.update((k, v) for k, v in rec.items() if k not in full)
+            out.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")))
+        if out:
+            f.write(("\n".join(out) + "\n").encode("utf-8", errors="surrogatepass"))
 
 
 def encode_jsonl(part: pd.DataFrame) -> bytes:
@@ -203,12 +299,49 @@ class ParquetWriter(_FileWriter):
 
     suffix: ClassVar[str] = ".parquet"
 
-    def _encode(self, part: Any, f: Any) -> None:
+    def _encode(self, part: Any, f: Any) -> pa.Schema:
         if hasattr(part, "to_arrow") and not isinstance(part, pd.DataFrame):
             table = part.to_arrow(preserve_index=False)  # cudf: straight to arrow
         else:
             table = pa.Table.from_pandas(part, preserve_index=False)
         pq.write_table(table, f, compression=self.compression, row_group_size=self.row_group_size)
+        return table.schema.remove_metadata()
+
+    def _conform(self, data: bytes, schema: pa.Schema, f: Any, name: str) -> None:
+        table = pq.read_table(pa.BufferReader(data))
+        columns = []
+        for fld in schema:
+            if fld.name not in table.column_names:
+                columns.append(pa.nulls(table.num_rows, fld.type))
+                continue
+            col = table.column(fld.name)
+            if col.type != fld.type:
+                try:
+                    col = col.cast(fld.type)
+                except pa.ArrowException as err:
+                    raise TypeError(
+                        f"{name}: column {fld.name!r} of type {col.type} cannot be cast to "
+                        f"the run's type {fld.type}: {err}"
+                    ) from err
+            columns.append(col)
+        out = pa.Table.from_arrays(columns, schema=schema)
+        pq.write_table(out, f, compression=self.compression, row_group_size=self.row_group_size)
+
+
+def conform_partitions(writer: Writer, results: list[WriteResult]) -> pa.Schema | None:
+    """Unify the schemas of ``results`` and rewrite the files that differ (in dask tasks)."""
+    import dask
+
+    results = [r for r in results if r.schema]
+    schemas = [pa.ipc.read_schema(pa.py_buffer(r.schema)) for r in results]
+    if not schemas:
+        return None
+    schema = unify_schemas(schemas)
+    todo = [
+        r.index for r, s in zip(results, schemas, strict=True) if r.rows and not s.equals(schema)
+    ]
+    dask.compute(*(dask.delayed(writer.conform)(i, schema) for i in todo))
+    return schema
 
 
 def _write(df: Any, writer: _FileWriter) -> list[WriteResult]:
@@ -222,6 +355,7 @@ def _write(df: Any, writer: _FileWriter) -> list[WriteResult]:
     todo = [i for i in range(len(parts)) if not writer.is_done(i)]
     tasks = [dask.delayed(writer.write_partition)(parts[i], i) for i in todo]
     results = list(dask.compute(*tasks))
+    conform_partitions(writer, results)
     summary = {
         "partitions": len(parts),
         "written": len(results),

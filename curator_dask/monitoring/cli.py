@@ -77,9 +77,10 @@ def _stale(run_dir: Path, report: Path) -> bool:
 
 def run_report(args: argparse.Namespace) -> int:
     """Run ``curator-dask report``; return the exit code."""
+    from curator_dask.io.layout import run_metadata_dir
     from curator_dask.monitoring.report import REPORT_FILE, STATS_FILE, write_run_report
 
-    run_dir = Path(args.run_dir)
+    run_dir = Path(run_metadata_dir(args.run_dir))  # the output directory or its .curator/
     if not (run_dir / STATS_FILE).exists():
         print(
             f"curator-dask report: {run_dir / STATS_FILE} not found; give the output "

@@ -77,10 +77,10 @@ def on_run_end(result: Any) -> Path | None:
     """Finish monitoring a run: metrics, timeline file, report; return the report path.
 
     ``result`` is the run's :class:`~curator_dask.pipeline.PipelineResult` (its
-    ``output_path``, ``name``, ``stages`` and ``to_dict()`` are used). Returns the
+    ``metadata_path``, ``name``, ``stages`` and ``to_dict()`` are used). Returns the
     report's path when one was written.
     """
-    run_dir = str(result.output_path)
+    run_dir = str(getattr(result, "metadata_path", None) or result.output_path)
     with _LOCK:
         timeline = _ACTIVE.pop(run_dir, None)
     if timeline is not None:

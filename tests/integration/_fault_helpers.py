@@ -100,7 +100,9 @@ def tree_digest(root: Path) -> dict[str, str]:
     }
 
 
-_RUN_RECORDS = ("_stats", "_SUCCESS", "_timeline", "_report", "_runs")
+_RUN_RECORDS = tuple(
+    f".curator/{n}" for n in ("_stats", "_SUCCESS", "_timeline", "_report", "_runs")
+)
 
 
 def tree_bytes(root: Path, skip: tuple[str, ...] = _RUN_RECORDS) -> dict[str, bytes]:

@@ -38,9 +38,9 @@ def client(subprocess_cluster):
 
 
 def _final_names(out: Path) -> list[str]:
-    return sorted(
-        p.name for p in out.iterdir() if re.fullmatch(r"part-\d+\.jsonl|_SUCCESS", p.name)
-    )
+    meta = out / ".curator"
+    files = [*out.iterdir(), *(meta.iterdir() if meta.is_dir() else [])]
+    return sorted(p.name for p in files if re.fullmatch(r"part-\d+\.jsonl|_SUCCESS", p.name))
 
 
 @pytest.mark.parametrize(
@@ -224,5 +224,5 @@ def test_bad_input_with_on_error_raise_names_file_and_line(
         )
         with pytest.raises(error, match=match):
             pipeline.run(DaskExecutor(client=client, progress=False))
-        assert not (tmp_path / name / "_SUCCESS").exists()
+        assert not (tmp_path / name / ".curator" / "_SUCCESS").exists()
     assert tree_digest(bad_input) == before
