@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dask.base import tokenize
+from dask.utils import parse_timedelta
 
 from curator_dask import config as _config
 from curator_dask.executor import _tasks
 from curator_dask.executor._progress import Progress
 from curator_dask.io.base import PartitionSpec, Reader, Writer
-from curator_dask.io.layout import RunLayout
+from curator_dask.io.layout import OutputLease, RunLayout
 from curator_dask.io.writers import unify_schemas
 from curator_dask.results import PipelineResult
 from curator_dask.stage import ProcessingStage, parameters_of
@@ -64,6 +65,11 @@ def _stage_token(stage: ProcessingStage) -> str:
         return stage.token()
 
 
+def _lease_timeout() -> float:
+    """``curator.execution.lease-timeout``: how long a silent lease holder counts as alive."""
+    return float(parse_timedelta(_config.get("execution.lease-timeout", "300s"), default="s"))
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "stage"
 
@@ -103,7 +109,9 @@ class RunPlan:
         return self.layout.root
 
     def _spec_token(self, spec: PartitionSpec) -> tuple[Any, ...]:
-        return (self.reader_token, spec.index, spec.paths, spec.start, spec.end)
+        # the input's identity (paths, range, sizes, modification times or etags): a
+        # partition whose input changed is computed again on resume
+        return (self.reader_token, spec.index, self.reader.fingerprint(spec))
 
     def token(self, spec: PartitionSpec) -> str:
         """Identity of a partition's final output: changes when any parameter does."""
@@ -167,6 +175,8 @@ def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
     assert pipeline.writer is not None
     if mode not in MODES:
         raise ValueError(f"execution_mode must be one of {MODES}, got {mode!r}")
+    layout = pipeline.writer.layout
+    layout.check_not_overlapping(pipeline.reader.input_locations())  # before any file is touched
     specs = sorted(pipeline.reader.partitions(), key=lambda s: s.index)
     if [s.index for s in specs] != list(range(len(specs))):
         raise ValueError(
@@ -185,7 +195,7 @@ def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
         pipeline=pipeline,
         mode=mode,
         specs=specs,
-        layout=pipeline.writer.layout,
+        layout=layout,
         run_id=uuid.uuid4().hex[:8],
         reader_token=_object_token(pipeline.reader),
         stage_tokens=[_stage_token(s) for s in pipeline.stages],
@@ -251,7 +261,18 @@ class Executor:
         t0 = time.perf_counter()
         mode = execution_mode or _config.get("execution.mode", "streaming")
         plan = make_plan(pipeline, mode)
+        with OutputLease(plan.layout, plan.run_id, timeout_s=_lease_timeout()):
+            return self._execute(plan, mode, t0)
+
+    def _execute(self, plan: RunPlan, mode: str, t0: float) -> PipelineResult:
         plan.writer.begin()
+        removed = plan.layout.prune(len(plan.specs))
+        if removed:
+            logger.warning(
+                "%d files of partitions that no longer have an input were removed from %s",
+                len(removed),
+                plan.output,
+            )
         done = done_records(plan)
         todo = [s for s in plan.specs if s.index not in done]
         if not todo:  # everything was written before: no cluster needed

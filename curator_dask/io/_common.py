@@ -508,12 +508,21 @@ class FileReader(Reader):
         # Resolved here, on the client, from the whole listing; travels with the reader.
         self._id_names = id_names([f.path for f in files])
         bs = self._blocksize
-        return group_files(
+        specs = group_files(
             files,
             bs,
             self.files_per_partition,
             split=(lambda f: self.split_file(f, bs)) if bs else None,
         )
+        # each file's identity (size, modification time or etag) goes with its partitions,
+        # so a resumed run redoes a partition whose input changed (Reader.fingerprint)
+        ident = {f.path: (f.size, f.version) for f in files}
+        return [replace(s, extra={**s.extra, "inputs": [ident[p] for p in s.paths]}) for s in specs]
+
+    def input_locations(self) -> list[str]:
+        """The given paths (a glob by the folder it starts in)."""
+        items = [self.paths] if isinstance(self.paths, (str, os.PathLike)) else self.paths
+        return [os.fspath(p) for p in items]
 
     def read_partition(self, spec: PartitionSpec) -> ReadResult:
         """Read one partition: the good documents and the quarantined records."""

@@ -28,10 +28,23 @@ _OBJECT_STORE_PROTOCOLS = {"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "oss"}
 
 @dataclass(frozen=True)
 class FileInfo:
-    """A listed input file: full path (with protocol for remote files) and size in bytes."""
+    """A listed input file: full path (with protocol for remote files) and size in bytes.
+
+    ``version`` is what changes when the file is rewritten: the modification time, or the
+    object store's etag (empty when the file system gives neither).
+    """
 
     path: str
     size: int
+    version: str = ""
+
+
+def _version(entry: dict[str, Any]) -> str:
+    for key in ("ETag", "etag", "md5Hash", "generation", "mtime", "LastModified", "updated"):
+        value = entry.get(key)
+        if value not in (None, ""):
+            return f"{key}={value}"
+    return ""
 
 
 def part_name(index: int, suffix: str = "") -> str:
@@ -97,7 +110,7 @@ def list_files(
             raise PermissionError(err.errno, message) from err
         for e in infos:
             full = _full_path(fs, e["name"])
-            found[full] = FileInfo(full, int(e.get("size") or 0))
+            found[full] = FileInfo(full, int(e.get("size") or 0), _version(e))
     return [found[k] for k in sorted(found)]
 
 

@@ -105,6 +105,17 @@ class Reader:
         """The target size in bytes this reader cuts its input by (a blocksize), or None."""
         return None
 
+    def input_locations(self) -> list[str]:
+        """The files and directories this reader reads (the executor refuses an output that
+        overlaps any of them). Default: none known."""
+        return []
+
+    def fingerprint(self, spec: PartitionSpec) -> Any:
+        """What identifies the input of ``spec``: a resumed run redoes a partition whose
+        fingerprint changed. Default: its paths and range, plus ``spec.extra["inputs"]``
+        (e.g. sizes and modification times) when the reader put it there."""
+        return (spec.paths, spec.start, spec.end, spec.extra.get("inputs"))
+
 
 @dataclass(frozen=True)
 class WriteResult:

@@ -23,17 +23,24 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
+import socket
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+from fsspec.core import split_protocol
 
 from curator_dask import config
 from curator_dask.io._files import get_fs, is_object_store, part_name, write_bytes
 from curator_dask.io.base import empty_quarantine
 from curator_dask.io.quarantine import write_quarantine_file
+
+logger = logging.getLogger("curator_dask.io")
 
 #: The folder, under an output directory, that holds everything but the documents. A leading
 #: ``.`` is the one convention dask, pandas and pyarrow (``.``/``_``), Spark (``.``/``_``),
@@ -48,6 +55,7 @@ QUARANTINE_DIR = "_quarantine"
 WORK_DIR = "_work"
 REPORT = "_report.html"
 TIMELINE = "_timeline.parquet"
+LEASE = "_lease.json"
 
 _PART = re.compile(r"^part-(\d{5,})(\.[A-Za-z0-9.]+)$")
 TMP_SUFFIX = re.compile(r"\.tmp-[0-9a-f]{32}$")
@@ -84,6 +92,33 @@ def run_metadata_dir(path: str | os.PathLike[str]) -> str:
     meta = join(path, META_DIR)
     fs, p = get_fs(join(meta, RUN_STATS), None)
     return meta if fs.exists(p) else path
+
+
+def _location_key(path: str) -> tuple[str, str]:
+    """``(protocol, absolute path)`` of a file, directory or glob (a glob by its folder)."""
+    path = os.fspath(path)
+    cut = min((path.find(c) for c in "*?[" if c in path), default=-1)
+    if cut >= 0:
+        path = path[:cut].rsplit("/", 1)[0] or "/"
+    protocol, p = split_protocol(path)
+    if protocol in (None, "file", "local"):
+        return "file", os.path.realpath(os.path.expanduser(p)).rstrip("/") or "/"
+    protocol = {"s3a": "s3", "gcs": "gs"}.get(protocol, protocol)
+    return protocol, "/" + p.strip("/")
+
+
+def overlap(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` are the same location or one lies inside the other.
+
+    >>> overlap("/data/in", "/data/in/out"), overlap("/data/in", "/data/input")
+    (True, False)
+    >>> overlap("s3://b/x", "s3://b/x/"), overlap("s3://b/x/*.jsonl", "s3://b/x")
+    (True, True)
+    """
+    (pa_, ka), (pb, kb) = _location_key(a), _location_key(b)
+    if pa_ != pb:
+        return False
+    return ka == kb or ka.startswith(kb.rstrip("/") + "/") or kb.startswith(ka.rstrip("/") + "/")
 
 
 def join(root: str, *names: str) -> str:
@@ -179,6 +214,11 @@ class RunLayout:
         """The HTML report."""
         return join(self.meta_dir, REPORT)
 
+    @property
+    def lease_path(self) -> str:
+        """The lease a running job holds on the output (see :class:`OutputLease`)."""
+        return join(self.meta_dir, LEASE)
+
     # -- files ----------------------------------------------------------------------------
     def fs(self, path: str | None = None) -> tuple[Any, str]:
         """``(filesystem, path within it)`` of ``path`` (default: the root)."""
@@ -230,6 +270,38 @@ class RunLayout:
             data = f.read()
         return frame_module.read_parquet(io.BytesIO(data))
 
+    def check_not_overlapping(self, inputs: list[str]) -> None:
+        """Raise ``ValueError`` if the output is, contains or lies inside one of ``inputs``.
+
+        Called before anything is written or deleted: an overwrite would delete input files,
+        and a reader would read the run's own output.
+        """
+        for location in inputs:
+            if overlap(self.root, location):
+                raise ValueError(
+                    f"output {self.root} overlaps the input {location}: the run would read "
+                    "its own output or overwrite its input. Write to a directory outside "
+                    "the input (and not containing it)."
+                )
+
+    def prune(self, keep: int) -> list[str]:
+        """Remove the document files, statistics and quarantine of partitions ``>= keep``.
+
+        A resumed run whose input lost files has fewer partitions; what was written for
+        the missing ones no longer has an input. Returns the paths removed.
+        """
+        removed = []
+        for folder in (self.root, join(self.meta_dir, STATS_DIR), self.quarantine_dir):
+            fs, p = self.fs(folder)
+            if not fs.isdir(p):
+                continue
+            for name in fs.ls(p, detail=False):
+                index = part_index(name)
+                if index is not None and index >= keep:
+                    fs.rm(name)
+                    removed.append(name)
+        return removed
+
     def write_quarantine(self, frame: pd.DataFrame | None, index: int) -> str | None:
         """Write partition ``index``'s quarantine records (an empty frame removes a stale file).
 
@@ -272,3 +344,129 @@ def write_quarantine(
     return RunLayout.for_output(path, storage_options=storage_options).write_quarantine(
         frame, index
     )
+
+
+class OutputInUseError(RuntimeError):
+    """Another job holds the lease on this output directory."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+class OutputLease:
+    """An exclusive lease on an output directory, held for the length of one run.
+
+    The lease is ``<meta>/_lease.json``: the run id, host, process id, start time and a
+    heartbeat refreshed every ``timeout_s / 4`` seconds by a thread. A second job finding a
+    live lease refuses with :class:`OutputInUseError` naming the holder. A lease is stale,
+    and taken over with a warning, when its process is gone (same host) or its heartbeat is
+    older than ``timeout_s`` (a killed job elsewhere).
+
+    Use as a context manager::
+
+        with OutputLease(layout, run_id, timeout_s=300):
+            ...  # write the run's files
+    """
+
+    def __init__(self, layout: RunLayout, run_id: str, timeout_s: float = 300.0) -> None:
+        self.layout = layout
+        self.run_id = run_id
+        self.timeout_s = float(timeout_s)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _record(self, started: float) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": started,
+            "heartbeat": time.time(),
+        }
+
+    def stale_reason(self, holder: dict[str, Any]) -> str | None:
+        """Why the lease ``holder`` is stale, or None if its job may still be running."""
+        pid = holder.get("pid")
+        here = holder.get("host") == socket.gethostname()
+        if here and isinstance(pid, int) and not _pid_alive(pid):
+            return f"its process {pid} on {holder.get('host')} is gone"
+        age = time.time() - float(holder.get("heartbeat") or 0)
+        if age > self.timeout_s:
+            return f"no heartbeat for {age:.0f} s (lease timeout {self.timeout_s:.0f} s)"
+        return None
+
+    def _refuse(self, holder: dict[str, Any]) -> OutputInUseError:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(holder["started"])))
+        return OutputInUseError(
+            f"output {self.layout.root} is in use by run {holder.get('run_id')} "
+            f"(host {holder.get('host')}, pid {holder.get('pid')}, since {since}); wait for "
+            f"it to finish, or write elsewhere. If that job is dead, its lease expires after "
+            f"{self.timeout_s:.0f} s without heartbeat, or remove {self.layout.lease_path}"
+        )
+
+    def acquire(self) -> OutputLease:
+        """Take the lease or raise :class:`OutputInUseError`."""
+        path = self.layout.lease_path
+        holder = self.layout.read_json(path)
+        if isinstance(holder, dict) and holder.get("run_id") != self.run_id:
+            reason = self.stale_reason(holder)
+            if reason is None:
+                raise self._refuse(holder)
+            logger.warning(
+                "taking over the lease on %s of run %s: %s",
+                self.layout.root,
+                holder.get("run_id"),
+                reason,
+            )
+            self.layout.remove(path)
+        record = self._record(time.time())
+        fs, p = self.layout.fs(path)
+        data = json.dumps(record).encode("utf-8")
+        if is_object_store(fs):
+            fs.pipe_file(p, data)  # no exclusive create: write, then check who won below
+        else:
+            fs.makedirs(p.rsplit("/", 1)[0], exist_ok=True)
+            try:
+                fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self.layout.read_json(path) or {}
+                raise self._refuse({"started": time.time(), **holder}) from None
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        holder = self.layout.read_json(path) or {}
+        if holder.get("run_id") != self.run_id:
+            raise self._refuse({"started": time.time(), **holder})
+        self._thread = threading.Thread(
+            target=self._beat, args=(record["started"],), name="curator-lease", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def _beat(self, started: float) -> None:
+        while not self._stop.wait(self.timeout_s / 4):
+            try:
+                self.layout.write_json(self.layout.lease_path, self._record(started))
+            except Exception:  # a missed beat is retried; the lease lasts timeout_s
+                logger.debug("lease heartbeat failed", exc_info=True)
+
+    def release(self) -> None:
+        """Stop the heartbeat and remove the lease if it is still this run's."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        holder = self.layout.read_json(self.layout.lease_path)
+        if isinstance(holder, dict) and holder.get("run_id") == self.run_id:
+            self.layout.remove(self.layout.lease_path)
+
+    def __enter__(self) -> OutputLease:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -74,7 +74,7 @@ class _FileWriter(Writer):
         _check_bucket(fs, root, self.path)
         try:
             exists = fs.exists(root)
-            if self.mode == "error" and exists and fs.ls(root, detail=False):
+            if self.mode == "error" and exists and self._holds_files(layout):
                 raise FileExistsError(
                     f"output directory {self.path} is not empty (mode='error'); use "
                     "mode='overwrite' to replace it or mode='resume' to continue it"
@@ -88,6 +88,16 @@ class _FileWriter(Writer):
             raise
         except OSError as err:
             raise path_error(err, "prepare output directory", self.path) from err
+
+    @staticmethod
+    def _holds_files(layout: RunLayout) -> bool:
+        # anything but this run's own lease in the metadata folder
+        fs, root = layout.fs()
+        meta, lease = layout.fs(layout.meta_dir)[1], layout.fs(layout.lease_path)[1]
+        others = [n for n in fs.ls(root, detail=False) if n.rstrip("/") != meta.rstrip("/")]
+        if fs.isdir(meta):
+            others += [n for n in fs.ls(meta, detail=False) if n != lease]
+        return bool(others)
 
     def _stale(self, layout: RunLayout) -> list[str]:
         fs, root = layout.fs()

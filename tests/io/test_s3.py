@@ -102,3 +102,26 @@ def test_parquet_and_writer_modes_on_s3(s3_bucket: tuple[str, dict[str, Any]]) -
         write_jsonl(
             dd.from_pandas(pdf, npartitions=1), f"{url}/pq", mode="error", storage_options=options
         )
+
+
+def test_an_s3_output_overlapping_its_input_is_refused(s3_bucket: tuple[str, dict[str, Any]]):
+    from curator_dask.executor import SequentialExecutor
+    from curator_dask.pipeline import Pipeline
+
+    url, options = s3_bucket
+    fs = _fs(options)
+    fs.pipe_file(f"{url}/d/a.jsonl", b'{"id": "a", "text": "x"}\n')
+    fs.pipe_file(f"{url}/d/part-00000.jsonl", b'{"id": "p", "text": "y"}\n')
+    before = {p: fs.cat_file(p) for p in fs.find(f"{url}/d")}
+    for out in (f"{url}/d", f"{url}/d/out", f"{url}/d/"):
+        pipeline = Pipeline(
+            "s3-overlap",
+            [
+                JsonlReader(f"{url}/d", storage_options=options),
+                JsonlWriter(out, storage_options=options),
+            ],
+        )
+        with pytest.raises(ValueError, match="overlaps the input"):
+            pipeline.run(SequentialExecutor(progress=False))
+        fs.invalidate_cache()
+        assert {p: fs.cat_file(p) for p in fs.find(f"{url}/d")} == before
