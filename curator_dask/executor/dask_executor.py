@@ -409,7 +409,7 @@ class DaskExecutor(Executor):
                 fut.release()
                 records.append(record)
                 progress.update(record)
-                _hooks.partition_done(plan.output, plan.pipeline.name, record)
+                _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, record)
                 if kind == "merge":
                     splits.pop(item, None)
                 for spec in pending:
@@ -479,5 +479,5 @@ class DaskExecutor(Executor):
             record = fut.result()
             records.append(record)
             progress.update(record)
-            _hooks.partition_done(plan.output, plan.pipeline.name, record)
+            _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, record)
         return records

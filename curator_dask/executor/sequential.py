@@ -50,7 +50,7 @@ class SequentialExecutor(Executor):
             rec = _tasks.write_task(plan.writer, carry, plan.layout, plan.token(spec))
             records.append(rec)
             progress.update(rec)
-            _hooks.partition_done(plan.output, plan.pipeline.name, rec)
+            _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, rec)
         return records
 
     def _run_batch(
@@ -70,5 +70,5 @@ class SequentialExecutor(Executor):
         for spec in todo:
             rec = _tasks.batch_write_task(*plan.batch_write_args(spec, stats[spec.index]))
             records.append(rec)
-            _hooks.partition_done(plan.output, plan.pipeline.name, rec)
+            _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, rec)
         return records

@@ -22,8 +22,8 @@ def test_exact_dedup_on_pipeline_output(tmp_path):
     Pipeline("p", [JsonlReader(str(src)), ParquetWriter(str(tmp_path / "clean"))]).run(
         executor=SequentialExecutor(progress=False)
     )
-    # the writer leaves _SUCCESS, _stats.json and _stats/part-*.json beside the data
-    assert any(p.name.startswith("_") for p in (tmp_path / "clean").iterdir())
+    # the writer leaves its marker, statistics and quarantine in .curator/ beside the data
+    assert any(p.name.startswith((".", "_")) for p in (tmp_path / "clean").iterdir())
     summary = ExactDeduplicationWorkflow(
         input_path=str(tmp_path / "clean"), output_path=str(tmp_path / "exact")
     ).run()
