@@ -7,6 +7,8 @@ Pipeline('empty', 0 stages; lazy: nothing runs until run())
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,8 @@ from curator_dask.stage import ProcessingStage
 
 if TYPE_CHECKING:
     from curator_dask.executor import Executor
+
+logger = logging.getLogger("curator_dask.pipeline")
 
 
 class Pipeline:
@@ -62,6 +66,36 @@ class Pipeline:
         self.writer: Writer | None = None
         for stage in stages or ():
             self.add_stage(stage)
+
+    @classmethod
+    def from_dataframe(
+        cls,
+        df: Any,
+        stages: Sequence[Any] = (),
+        name: str = "dataframe",
+        *,
+        text_column: str = "text",
+        id_column: str = "id",
+        description: str | None = None,
+    ) -> Pipeline:
+        """A pipeline that starts from a dask DataFrame you already have.
+
+        ``df``'s partitions are the pipeline's partitions
+        (:class:`~curator_dask.io.dataframe.DataFrameReader`); ``stages`` are the stages and
+        the writer, as after the reader in the constructor. The accounting and the files
+        written are those of a file input.
+
+        Examples
+        --------
+        >>> import pandas as pd, dask.dataframe as dd
+        >>> df = dd.from_pandas(pd.DataFrame({"id": ["a"], "text": ["x"]}), npartitions=1)
+        >>> Pipeline.from_dataframe(df, name="mine").reader  # doctest: +ELLIPSIS
+        DataFrameReader(text_column='text', id_column='id')
+        """
+        from curator_dask.io.dataframe import DataFrameReader
+
+        reader = DataFrameReader(df, text_column=text_column, id_column=id_column)
+        return cls(name, [reader, *stages], description=description)
 
     def add_stage(self, stage: Any) -> Pipeline:
         """Append a reader (first only), a stage, or a writer (last only); return ``self``."""
@@ -154,7 +188,9 @@ class Pipeline:
         Parameters
         ----------
         executor : Executor, optional
-            Where to run; default a :class:`~curator_dask.executor.DaskExecutor` on a local
+            Where to run; default the active dask client when there is one (dask's
+            convention: the last ``Client(...)`` created; the run says so on stderr and
+            leaves it open), else a :class:`~curator_dask.executor.DaskExecutor` on a local
             cluster sized to the machine (``curator.cluster.*``), shut down afterwards.
         execution_mode : {"streaming", "batch"}, optional
             Default ``curator.execution.mode``. Streaming moves each partition through all
@@ -172,8 +208,30 @@ class Pipeline:
         if executor is None:
             from curator_dask.executor import DaskExecutor
 
-            executor = DaskExecutor()
+            client = _active_client()
+            if client is not None:
+                where = getattr(client, "scheduler", None)
+                logger.info("using the active dask client (%s)", getattr(where, "address", ""))
+                print(
+                    f"[curator-dask] {self.name}: using the active dask client "
+                    f"({getattr(where, 'address', client)})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            executor = DaskExecutor(client=client)
         return executor.execute(self, execution_mode=execution_mode)
+
+
+def _active_client() -> Any:
+    """The client ``distributed.default_client()`` gives, or None when there is none."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:  # "No clients found"
+        return None
 
 
 def _describe_io(obj: Any) -> str:

@@ -13,11 +13,18 @@ from pathlib import Path
 DASK = str(Path(sys.executable).with_name("dask"))
 
 
-def start_dask(args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Run ``dask ARGS`` in its own process group, output to ``log``."""
+def start_dask(
+    args: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen:
+    """Run ``dask ARGS`` in its own process group (in directory ``cwd``), output to ``log``."""
     out = open(log, "wb")  # noqa: SIM115 - closed in stop_dask
     proc = subprocess.Popen(
-        [DASK, *args], stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        [DASK, *args],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
     )
     proc._curator_log = out  # type: ignore[attr-defined]
     return proc

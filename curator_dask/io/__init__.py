@@ -16,6 +16,7 @@ from curator_dask.io.base import (
     WriteResult,
     empty_quarantine,
 )
+from curator_dask.io.dataframe import DataFrameReader
 from curator_dask.io.jsonl import JsonlReader, read_jsonl
 from curator_dask.io.layout import RunLayout, write_quarantine
 from curator_dask.io.parquet import ParquetReader, read_parquet
@@ -25,6 +26,7 @@ from curator_dask.io.writers import JsonlWriter, ParquetWriter, write_jsonl, wri
 __all__ = [
     "QUARANTINE_COLUMNS",
     "BadRecords",
+    "DataFrameReader",
     "FileInfo",
     "FileReader",
     "JsonlReader",

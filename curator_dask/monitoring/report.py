@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from curator_dask.io.layout import run_metadata_dir
 from curator_dask.monitoring import _charts
 from curator_dask.monitoring.checks import detect_unmanaged_growth, format_bytes
 from curator_dask.monitoring.timeline import (
@@ -77,8 +78,11 @@ def read_runs(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame | None]:
-    """Read a run directory's ``_stats.json`` and, if present, its memory timeline."""
-    run_dir = Path(run_dir)
+    """Read a run directory's ``_stats.json`` and, if present, its memory timeline.
+
+    ``run_dir`` is the output directory or its metadata folder (``.curator/``).
+    """
+    run_dir = Path(run_metadata_dir(run_dir))
     stats_path = run_dir / STATS_FILE
     if not stats_path.exists():
         raise FileNotFoundError(
@@ -139,7 +143,7 @@ def write_run_report(
     >>> "WordCountFilter" in out.read_text()
     True
     """
-    run_dir = Path(run_dir)
+    run_dir = Path(run_metadata_dir(run_dir))  # an output directory: its .curator/ folder
     run_dir.mkdir(parents=True, exist_ok=True)
     if stats is None:
         stats, loaded = load_run(run_dir)
@@ -557,7 +561,7 @@ def quarantine_by_reason(run_dir: str | os.PathLike[str], limit: int = 1_000_000
     """Count the quarantined records of a run by their ``reason`` (the first ``limit``)."""
     from curator_dask.io.layout import QUARANTINE_DIR
 
-    folder = Path(run_dir) / QUARANTINE_DIR
+    folder = Path(run_metadata_dir(run_dir)) / QUARANTINE_DIR
     counts: dict[str, int] = {}
     if not folder.is_dir():
         return counts
