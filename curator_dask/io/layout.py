@@ -21,6 +21,7 @@ it (atomically, on local disks and object stores alike); none formats a path of 
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import logging
@@ -94,12 +95,23 @@ def run_metadata_dir(path: str | os.PathLike[str]) -> str:
     return meta if fs.exists(p) else path
 
 
+def _glob_folder(path: str) -> tuple[str, bool] | None:
+    """For a glob: the folder it starts in, and whether it can match below that folder's
+    top (``**`` or a wildcard in a folder name). None for a plain path."""
+    cut = min((path.find(c) for c in "*?[" if c in path), default=-1)
+    if cut < 0:
+        return None
+    folder = path[:cut].rsplit("/", 1)[0] or "/"
+    deep = "**" in path or "/" in path[cut:]
+    return folder, deep
+
+
 def _location_key(path: str) -> tuple[str, str]:
     """``(protocol, absolute path)`` of a file, directory or glob (a glob by its folder)."""
     path = os.fspath(path)
-    cut = min((path.find(c) for c in "*?[" if c in path), default=-1)
-    if cut >= 0:
-        path = path[:cut].rsplit("/", 1)[0] or "/"
+    glob = _glob_folder(path)
+    if glob is not None:
+        path = glob[0]
     protocol, p = split_protocol(path)
     if protocol in (None, "file", "local"):
         return "file", os.path.realpath(os.path.expanduser(p)).rstrip("/") or "/"
@@ -114,11 +126,17 @@ def overlap(a: str, b: str) -> bool:
     (True, False)
     >>> overlap("s3://b/x", "s3://b/x/"), overlap("s3://b/x/*.jsonl", "s3://b/x")
     (True, True)
+    >>> overlap("/d/*.jsonl", "/d/out"), overlap("/d/**/*.jsonl", "/d/out")
+    (False, True)
     """
     (pa_, ka), (pb, kb) = _location_key(a), _location_key(b)
     if pa_ != pb:
         return False
-    return ka == kb or ka.startswith(kb.rstrip("/") + "/") or kb.startswith(ka.rstrip("/") + "/")
+    a_in_b, b_in_a = ka.startswith(kb.rstrip("/") + "/"), kb.startswith(ka.rstrip("/") + "/")
+    # a glob over a folder's top files (``d/*.jsonl``) does not reach into its sub-folders
+    shallow_a = (g := _glob_folder(os.fspath(a))) is not None and not g[1]
+    shallow_b = (g := _glob_folder(os.fspath(b))) is not None and not g[1]
+    return ka == kb or (a_in_b and not shallow_b) or (b_in_a and not shallow_a)
 
 
 def join(root: str, *names: str) -> str:
@@ -269,6 +287,18 @@ class RunLayout:
         with fs.open(p, "rb") as f:
             data = f.read()
         return frame_module.read_parquet(io.BytesIO(data))
+
+    def check_bucket(self) -> None:
+        """On an object store the output's bucket must exist: a run never creates one."""
+        fs, root = self.fs()
+        if not is_object_store(fs):
+            return
+        bucket = root.strip("/").split("/", 1)[0]
+        if not fs.exists(bucket):
+            raise FileNotFoundError(
+                f"the bucket {bucket!r} of output {self.root} does not exist (or is not visible "
+                "with these credentials); create it first: a run never creates buckets"
+            )
 
     def check_not_overlapping(self, inputs: list[str]) -> None:
         """Raise ``ValueError`` if the output is, contains or lies inside one of ``inputs``.
@@ -426,11 +456,17 @@ class OutputLease:
                 reason,
             )
             self.layout.remove(path)
+        self.layout.check_bucket()
         record = self._record(time.time())
         fs, p = self.layout.fs(path)
         data = json.dumps(record).encode("utf-8")
         if is_object_store(fs):
-            fs.pipe_file(p, data)  # no exclusive create: write, then check who won below
+            try:  # no exclusive create on object stores: write, then check who won below
+                fs.pipe_file(p, data)
+            except FileNotFoundError as err:  # s3fs: no bucket, and no name in the message
+                raise FileNotFoundError(
+                    errno.ENOENT, f"could not write {path}: {err} (does the bucket exist?)"
+                ) from err
         else:
             fs.makedirs(p.rsplit("/", 1)[0], exist_ok=True)
             try:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curator_dask import _backend
-from curator_dask.io._files import atomic_output, is_object_store, part_name, path_error
+from curator_dask.io._files import atomic_output, part_name, path_error
 from curator_dask.io.base import Writer, WriteResult
 from curator_dask.io.layout import TMP_SUFFIX, RunLayout, part_index
 
@@ -71,7 +71,7 @@ class _FileWriter(Writer):
         self._layout = RunLayout.for_output(self.path, self.suffix, self.storage_options)
         layout = self._layout
         fs, root = layout.fs()
-        _check_bucket(fs, root, self.path)
+        layout.check_bucket()
         try:
             exists = fs.exists(root)
             if self.mode == "error" and exists and self._holds_files(layout):
@@ -427,15 +427,3 @@ def write_parquet(
         path, mode=mode, storage_options=storage_options, compression=compression
     )
     return _write(df, writer)
-
-
-def _check_bucket(fs: Any, root: str, path: str) -> None:
-    """On an object store the output's bucket must exist: ``makedirs`` would create it."""
-    if not is_object_store(fs):
-        return
-    bucket = root.strip("/").split("/", 1)[0]
-    if not fs.exists(bucket):
-        raise FileNotFoundError(
-            f"the bucket {bucket!r} of output {path} does not exist (or is not visible with "
-            "these credentials); create it first: a run never creates buckets"
-        )

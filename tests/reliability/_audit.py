@@ -56,12 +56,16 @@ def audit(out: Path) -> Audit:
         with open(part, encoding="utf-8", errors="surrogatepass") as f:
             kept.extend(json.loads(line) for line in f if line.strip())
     quarantine: list[dict[str, Any]] = []
-    for part in sorted((out / "_quarantine").glob("part-*.jsonl")):
+    for part in sorted((out / ".curator" / "_quarantine").glob("part-*.jsonl")):
         with open(part, encoding="utf-8", errors="surrogatepass") as f:
             quarantine.extend(json.loads(line) for line in f if line.strip())
-    stats = json.loads((out / "_stats.json").read_text()) if (out / "_stats.json").exists() else {}
+    stats = (
+        json.loads((out / ".curator" / "_stats.json").read_text())
+        if (out / ".curator" / "_stats.json").exists()
+        else {}
+    )
     hashes = Counter(doc_hash(d.get("id"), d["text"]) for d in kept)
-    return Audit(kept, quarantine, stats, (out / "_SUCCESS").exists(), hashes)
+    return Audit(kept, quarantine, stats, (out / ".curator" / "_SUCCESS").exists(), hashes)
 
 
 def pipeline_spec(reader: dict[str, Any], out: Path, **config: Any) -> dict[str, Any]:
