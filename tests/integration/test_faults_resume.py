@@ -110,7 +110,7 @@ def test_cli_run_killed_then_rerun_resumes_and_equals_an_undisturbed_run(
     with PartialFileWatch(out) as watch:
         proc = _start(args, tmp_path / "first.log")
         _kill_when(proc, lambda: any((out / ".curator" / "_stats").glob("part-*.json")))
-        _settle(out, "_stats/part-*.json")
+        _settle(out, ".curator/_stats/part-*.json")
     assert not (out / ".curator" / "_SUCCESS").exists()
     done = sorted((out / ".curator" / "_stats").glob("part-*.json"))
     assert 0 < len(done) < 6, f"{len(done)} partitions done when killed"
