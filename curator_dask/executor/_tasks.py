@@ -134,17 +134,6 @@ class Piece:
     rows: tuple[int, int] | None = None
 
 
-def split_piece(reader: Reader, piece: Piece) -> tuple[Piece, Piece]:
-    """Cut ``piece`` in two halves: narrower reads where the reader can (:meth:`Reader.split`),
-    else two row slices of what it reads."""
-    a, b = piece.label + "0", piece.label + "1"
-    halves = reader.split(piece.spec) if piece.rows is None else None
-    if halves is not None:
-        return Piece(halves[0], a), Piece(halves[1], b)
-    k, m = piece.rows or (0, 1)
-    return Piece(piece.spec, a, (2 * k, 2 * m)), Piece(piece.spec, b, (2 * k + 1, 2 * m))
-
-
 def read_piece_task(reader: Reader, piece: Piece) -> Carry:
     """Read one piece of a split partition (the quarantine goes with its first row slice)."""
     t0 = time.perf_counter()

@@ -10,49 +10,16 @@ from typing import Any
 from curator_dask import config as _config
 from curator_dask.cluster import ClusterConfig, get_client, worker_hosts
 from curator_dask.executor import _hooks, _tasks
+from curator_dask.executor._oom import PartitionMemoryError
 from curator_dask.executor._progress import Progress
+from curator_dask.executor._streaming import StreamingRun
 from curator_dask.executor.base import Executor, RunPlan
 from curator_dask.io.base import PartitionSpec
 from curator_dask.stage import ProcessingStage, teardown_all
 
 logger = logging.getLogger("curator_dask.executor")
 
-
-class PartitionMemoryError(MemoryError):
-    """A partition ran out of memory even in the smallest pieces allowed.
-
-    Raised by :class:`DaskExecutor` when the pieces of a partition split
-    ``curator.execution.max-splits`` times still kill their worker (or raise
-    :class:`MemoryError`).
-    """
-
-
-def _max_splits() -> int:
-    n = _config.get("execution.max-splits", 3)
-    n = 3 if n is None else int(n)
-    if n < 0:
-        raise ValueError(f"curator.execution.max-splits must be >= 0, got {n}")
-    return n
-
-
-def _out_of_memory(exc: BaseException | None) -> bool:
-    """A worker killed (by its nanny at the memory limit, or the kernel), or a MemoryError."""
-    from distributed import KilledWorker
-
-    from curator_dask.monitoring.checks import is_gpu_oom  # imported when a task fails
-
-    if isinstance(exc, (KilledWorker, MemoryError)):
-        return True
-    return exc is not None and is_gpu_oom(exc)
-
-
-def _files(spec: PartitionSpec) -> str:
-    names = ", ".join(p.rsplit("/", 1)[-1] for p in spec.paths[:3])
-    if len(spec.paths) > 3:
-        names += f", ... ({len(spec.paths)} files)"
-    if spec.start is not None:
-        names += f" [{spec.start}:{spec.end}]"
-    return names
+__all__ = ["DaskExecutor", "PartitionMemoryError"]
 
 
 #: Partitions looked at (evenly spread) to estimate the largest one.
@@ -95,32 +62,6 @@ def check_partition_sizes(client: Any, plan: RunPlan) -> str | None:
     return check_partition_size(
         estimate, min(limits), blocksize=blocksize, tasks_per_worker=threads, stacklevel=5
     )
-
-
-class _SplitState:
-    """The pieces of one partition being recomputed after running out of memory."""
-
-    def __init__(self) -> None:
-        self.labels: set[str] = set()
-        self.done: dict[str, Any] = {}
-        self.splits = 0
-        self.reasons: list[str] = []
-
-    def record(self, label: str, halves: list[str], exc: BaseException) -> None:
-        self.labels.discard(label)
-        self.labels.update(halves)
-        self.splits += 1
-        self.reasons.append(type(exc).__name__)
-
-    def complete(self) -> bool:
-        return set(self.done) == self.labels
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "splits": self.splits,
-            "pieces": sorted(self.labels),
-            "reasons": sorted(set(self.reasons)),
-        }
 
 
 class DaskExecutor(Executor):
@@ -280,144 +221,9 @@ class DaskExecutor(Executor):
     def _run_streaming(
         self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
     ) -> list[dict[str, Any]]:
-        from distributed import as_completed
-
-        client = session
-        self._check_placeable(client, plan)
+        self._check_placeable(session, plan)
         progress = Progress(plan.pipeline.name, len(todo), self._progress_enabled())
-        pending = iter(todo)
-        running = as_completed()
-        # future key -> ("whole", Piece) | ("piece", Piece) | ("merge", index)
-        what: dict[str, tuple[str, Any]] = {}
-        splits: dict[int, _SplitState] = {}
-        max_splits = _max_splits()
-
-        def submit_stages(fut: Any, i: int, piece: str | None) -> Any:
-            for k, stage in enumerate(plan.stages, 1):
-                fut = client.submit(
-                    _tasks.stage_task,
-                    stage,
-                    fut,
-                    key=plan.key(k, i, piece),
-                    priority=plan.priority(k, i),
-                    resources=stage.resources.to_dask() or None,
-                )
-            return fut
-
-        def submit_chain(spec: PartitionSpec) -> None:
-            i = spec.index
-            fut = client.submit(
-                _tasks.read_task,
-                plan.reader,
-                spec,
-                key=plan.key(0, i),
-                priority=plan.priority(0, i),
-            )
-            fut = submit_stages(fut, i, None)
-            last = len(plan.stages) + 1
-            fut = client.submit(
-                _tasks.write_task,
-                plan.writer,
-                fut,
-                plan.layout,
-                plan.token(spec),
-                key=plan.key(last, i),
-                priority=plan.priority(last, i),
-            )
-            what[fut.key] = ("whole", _tasks.Piece(spec))
-            running.add(fut)
-            # The intermediate futures go out of scope here: the scheduler frees each
-            # partition's data as soon as the next step has consumed it.
-
-        def submit_piece(piece: _tasks.Piece) -> None:
-            i = piece.spec.index
-            fut = client.submit(
-                _tasks.read_piece_task,
-                plan.reader,
-                piece,
-                key=plan.key(0, i, piece.label),
-                priority=plan.priority(0, i),
-            )
-            fut = submit_stages(fut, i, piece.label)
-            what[fut.key] = ("piece", piece)
-            running.add(fut)
-
-        def submit_merge(i: int, state: _SplitState) -> None:
-            spec = plan.specs[i]
-            last = len(plan.stages) + 1
-            fut = client.submit(
-                _tasks.write_pieces_task,
-                plan.writer,
-                [state.done[label] for label in sorted(state.done)],
-                plan.layout,
-                plan.token(spec),
-                state.summary(),
-                key=plan.key(last, i, ""),
-                priority=plan.priority(last, i),
-            )
-            what[fut.key] = ("merge", i)
-            running.add(fut)
-
-        def split(piece: _tasks.Piece, exc: BaseException) -> None:
-            i = piece.spec.index
-            if len(piece.label) >= max_splits:
-                raise PartitionMemoryError(
-                    f"partition {i} ({_files(piece.spec)}) still failed with "
-                    f"{type(exc).__name__} after {len(piece.label)} split(s) into pieces of "
-                    f"1/{2 ** len(piece.label)} (curator.execution.max-splits = {max_splits}); "
-                    "use smaller partitions (blocksize) or give workers more memory: "
-                    f"{exc}"
-                ) from exc
-            halves = _tasks.split_piece(plan.reader, piece)
-            state = splits.setdefault(i, _SplitState())
-            state.record(piece.label, [h.label for h in halves], exc)
-            logger.warning(
-                "partition %d%s failed with %s (out of memory); computing it in 2 pieces",
-                i,
-                f" piece {piece.label}" if piece.label else "",
-                type(exc).__name__,
-            )
-            for half in halves:
-                submit_piece(half)
-
-        window = self._window(client)
-        for spec in pending:
-            submit_chain(spec)
-            if running.count() >= window:
-                break
-        records = []
-        try:
-            for fut in running:
-                kind, item = what.pop(fut.key)
-                if fut.status != "finished":
-                    exc = fut.exception()
-                    if kind != "merge" and _out_of_memory(exc):
-                        _hooks.task_failed(client, plan, fut.key, retried=True)
-                        split(item, exc)
-                        continue
-                    i = item if kind == "merge" else item.spec.index
-                    _hooks.task_failed(client, plan, fut.key, retried=False)
-                    logger.error("partition %d failed", i)
-                    fut.result()  # raises the task's exception with its traceback
-                if kind == "piece":
-                    state = splits[item.spec.index]
-                    state.done[item.label] = fut  # its data stays on the worker
-                    if state.complete():
-                        submit_merge(item.spec.index, state)
-                    continue
-                record = fut.result()
-                fut.release()
-                records.append(record)
-                progress.update(record)
-                _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, record)
-                if kind == "merge":
-                    splits.pop(item, None)
-                for spec in pending:
-                    submit_chain(spec)
-                    break
-        finally:
-            running.clear()
-        return records
+        return StreamingRun(session, plan, todo, self._window(session), progress).run()
 
     def _check_placeable(self, client: Any, plan: RunPlan) -> None:
         for stage in plan.stages:
