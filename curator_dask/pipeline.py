@@ -42,6 +42,10 @@ class Pipeline:
         used through :meth:`to_dask`).
     description : str, optional
         Free text shown in the repr.
+    keep_removed : bool
+        Also write what each stage removed, with a ``removed_by`` column naming the stage,
+        to ``<output>/.curator/_removed/part-<index>.parquet`` (streaming mode), for
+        inspection: ``pd.read_parquet(output + "/.curator/_removed")``.
 
     Examples
     --------
@@ -58,9 +62,12 @@ class Pipeline:
         name: str,
         stages: Sequence[Any] | None = None,
         description: str | None = None,
+        *,
+        keep_removed: bool = False,
     ) -> None:
         self.name = name
         self.description = description
+        self.keep_removed = bool(keep_removed)
         self.reader: Reader | None = None
         self.stages: list[ProcessingStage] = []
         self.writer: Writer | None = None

@@ -102,6 +102,7 @@ class StreamingRun:
                 _tasks.stage_task,
                 stage,
                 fut,
+                plan.pipeline.keep_removed,
                 key=plan.key(k, index, piece),
                 priority=plan.priority(k, index),
                 resources=stage.resources.to_dask() or None,

@@ -32,6 +32,19 @@ class Carry:
     part: Any
     quarantine: pd.DataFrame | None
     stats: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[Any] | None = None  # with keep_removed: what each stage dropped
+
+
+def _dropped(part: Any, out: Any, stage: ProcessingStage, n_removed: int) -> Any | None:
+    """The rows of ``part`` that ``stage`` dropped, with a ``removed_by`` column.
+
+    None when they cannot be told apart: a stage that renumbers its rows (the index of its
+    output is not a subset of its input's).
+    """
+    gone = part[~part.index.isin(out.index)]
+    if len(gone) != n_removed:
+        return None
+    return gone.assign(removed_by=stage.stage_name)
 
 
 def read_task(reader: Reader, spec: PartitionSpec) -> Carry:
@@ -50,10 +63,25 @@ def read_task(reader: Reader, spec: PartitionSpec) -> Carry:
     return Carry(spec.index, data, result.quarantine, [stats.to_dict()])
 
 
-def stage_task(stage: ProcessingStage, carry: Carry) -> Carry:
-    """Run one stage (set up once in this process) on the carried partition."""
+def stage_task(stage: ProcessingStage, carry: Carry, keep_removed: bool = False) -> Carry:
+    """Run one stage (set up once in this process) on the carried partition.
+
+    With ``keep_removed`` the rows the stage dropped travel on with the partition, tagged
+    with the stage's name, to be written by the write task.
+    """
     out, stats = run_stage(ready_stage(stage), carry.part)
-    return replace(carry, part=out, stats=[*carry.stats, stats.to_dict()])
+    removed = carry.removed
+    if keep_removed:
+        removed = list(removed or [])
+        if stats.removed:
+            gone = _dropped(carry.part, out, stage, stats.removed)
+            if gone is None:
+                raise ValueError(
+                    f"keep_removed: stage {stage.stage_name!r} renumbers its rows, so the "
+                    "documents it removed cannot be told apart; keep the input's index"
+                )
+            removed.append(gone)
+    return replace(carry, part=out, stats=[*carry.stats, stats.to_dict()], removed=removed)
 
 
 def write_task(
@@ -74,6 +102,9 @@ def write_task(
     written = writer.write_partition(carry.part, carry.index)
     if carry.quarantine is not None:
         layout.write_quarantine(carry.quarantine, carry.index)
+    if carry.removed is not None:
+        frames = [f for f in carry.removed if len(f)]
+        layout.write_removed(_concat_frames(frames) if frames else None, carry.index)
     stats = StageStats(
         type(writer).__name__,
         docs_in=n_in,
@@ -195,6 +226,8 @@ def write_pieces_task(
         pd.concat(quarantines, ignore_index=True) if len(quarantines) > 1 else quarantines[0]
     )
     carry = Carry(carries[0].index, part, quarantine, _sum_stats([c.stats for c in carries]))
+    if any(c.removed is not None for c in carries):
+        carry.removed = [f for c in carries for f in (c.removed or [])]
     return write_task(writer, carry, layout, token, {"split": split or {}})
 
 

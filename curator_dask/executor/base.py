@@ -175,6 +175,8 @@ def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
     assert pipeline.writer is not None
     if mode not in MODES:
         raise ValueError(f"execution_mode must be one of {MODES}, got {mode!r}")
+    if pipeline.keep_removed and mode != "streaming":
+        raise ValueError("keep_removed=True needs execution_mode='streaming'")
     layout = pipeline.writer.layout
     layout.check_not_overlapping(pipeline.reader.input_locations())  # before any file is touched
     specs = sorted(pipeline.reader.partitions(), key=lambda s: s.index)

@@ -46,7 +46,7 @@ class SequentialExecutor(Executor):
         for spec in todo:
             carry = _tasks.read_task(plan.reader, spec)
             for stage in plan.stages:
-                carry = _tasks.stage_task(stage, carry)
+                carry = _tasks.stage_task(stage, carry, plan.pipeline.keep_removed)
             rec = _tasks.write_task(plan.writer, carry, plan.layout, plan.token(spec))
             records.append(rec)
             progress.update(rec)

@@ -9,6 +9,7 @@ An output directory holds the documents and, apart from them, the run's metadata
     <output>/<META_DIR>/_stats/        one statistics record per written partition
     <output>/<META_DIR>/_quarantine/   the quarantined input records, one file per partition
     <output>/<META_DIR>/_work/         batch mode's intermediate Parquet files
+    <output>/<META_DIR>/_removed/      what each stage removed, with the stage (keep_removed)
     <output>/<META_DIR>/_report.html   the HTML report, and _timeline.parquet (monitoring)
     <output>/<META_DIR>/_runs.json     the runs that wrote partitions (monitoring)
 
@@ -57,6 +58,7 @@ WORK_DIR = "_work"
 REPORT = "_report.html"
 TIMELINE = "_timeline.parquet"
 LEASE = "_lease.json"
+REMOVED_DIR = "_removed"
 
 _PART = re.compile(r"^part-(\d{5,})(\.[A-Za-z0-9.]+)$")
 TMP_SUFFIX = re.compile(r"\.tmp-[0-9a-f]{32}$")
@@ -231,6 +233,19 @@ class RunLayout:
     def report_path(self) -> str:
         """The HTML report."""
         return join(self.meta_dir, REPORT)
+
+    def removed_path(self, index: int) -> str:
+        """What the stages removed from partition ``index`` (``Pipeline(keep_removed=True)``)."""
+        return join(self.meta_dir, REMOVED_DIR, part_name(index, ".parquet"))
+
+    def write_removed(self, frame: Any, index: int) -> str | None:
+        """Write the removed documents of partition ``index`` (None or empty: remove a stale
+        file); return the path written."""
+        path = self.removed_path(index)
+        if frame is None or not len(frame):
+            self.remove(path)
+            return None
+        return self.write_frame(path, frame)
 
     @property
     def lease_path(self) -> str:

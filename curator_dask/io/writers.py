@@ -119,6 +119,9 @@ class _FileWriter(Writer):
                     for n in fs.ls(qdir, detail=False)
                     if (part_index(n) is not None and n.endswith(".jsonl")) or TMP_SUFFIX.search(n)
                 ]
+            removed = layout.fs(layout.removed_path(0))[1].rsplit("/", 1)[0]
+            if fs.isdir(removed):  # what an earlier run's stages removed (keep_removed)
+                out += [n for n in fs.ls(removed, detail=False) if part_index(n) is not None]
         return sorted(set(out))
 
     def is_done(self, index: int) -> bool:
