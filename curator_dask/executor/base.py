@@ -180,6 +180,15 @@ def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
     layout = pipeline.writer.layout
     layout.check_not_overlapping(pipeline.reader.input_locations())  # before any file is touched
     specs = sorted(pipeline.reader.partitions(), key=lambda s: s.index)
+    if pipeline.writer.per_input_file:
+        sources = [pipeline.reader.source_name(s) for s in specs]
+        if any(n is None for n in sources) or len(set(sources)) != len(sources):
+            raise ValueError(
+                "per_input_file=True writes one output file per input file: give the reader "
+                "files_per_partition=1 (whole files, no byte ranges) and distinct file names"
+            )
+        pipeline.writer.name_partitions([n for n in sources if n is not None])
+        layout = pipeline.writer.layout
     if [s.index for s in specs] != list(range(len(specs))):
         raise ValueError(
             f"{type(pipeline.reader).__name__}.partitions() must number partitions 0..n-1, "

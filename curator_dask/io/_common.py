@@ -519,6 +519,26 @@ class FileReader(Reader):
         ident = {f.path: (f.size, f.version) for f in files}
         return [replace(s, extra={**s.extra, "inputs": [ident[p] for p in s.paths]}) for s in specs]
 
+    def source_name(self, spec: PartitionSpec) -> str | None:
+        """The file's path relative to the input directory it was found in (its base name
+        for a file or glob given directly), without format and compression suffixes."""
+        if len(spec.paths) != 1 or spec.start is not None:
+            return None
+        path = spec.paths[0]
+        name = basename(path)
+        for location in self.input_locations():
+            if "://" not in location and not any(c in location for c in "*?["):
+                location = os.path.abspath(location)
+            top = location.rstrip("/") + "/"
+            if path.startswith(top):
+                name = path[len(top) :]
+                break
+        lower = name.lower()
+        for suffix in sorted(self.suffixes, key=len, reverse=True):
+            if lower.endswith(suffix.lower()):
+                return name[: -len(suffix)]
+        return name
+
     def input_locations(self) -> list[str]:
         """The given paths (a glob by the folder it starts in)."""
         items = [self.paths] if isinstance(self.paths, (str, os.PathLike)) else self.paths

@@ -105,6 +105,12 @@ class Reader:
         """The target size in bytes this reader cuts its input by (a blocksize), or None."""
         return None
 
+    def source_name(self, spec: PartitionSpec) -> str | None:
+        """The name, relative to the input, of the one whole file ``spec`` reads, without its
+        suffixes (``2023/a`` for ``<input>/2023/a.jsonl.gz``); None when ``spec`` is not one
+        whole file. Used to write one output file per input file."""
+        return None
+
     def input_locations(self) -> list[str]:
         """The files and directories this reader reads (the executor refuses an output that
         overlaps any of them). Default: none known."""
@@ -140,6 +146,13 @@ class Writer:
     storage_options: dict[str, Any] | None = None
     #: The suffix of the document files (``".jsonl"``).
     suffix: ClassVar[str] = ""
+    #: Write one output file per input file, under the input file's relative name
+    #: (:meth:`Reader.source_name`) instead of ``part-<index>``.
+    per_input_file: bool = False
+
+    def name_partitions(self, names: list[str]) -> None:
+        """Use ``names`` (one per partition, without suffix) for the document files."""
+        raise NotImplementedError(f"{type(self).__name__} cannot name its files per input file")
 
     @property
     def layout(self) -> RunLayout:

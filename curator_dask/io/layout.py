@@ -175,6 +175,9 @@ class RunLayout:
     suffix: str = ""
     storage_options: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     quarantine_root: str | None = None
+    #: Per partition, the document file's name without suffix (write-back per input file);
+    #: None: ``part-<index>``.
+    names: tuple[str, ...] | None = None
 
     @classmethod
     def for_output(
@@ -200,6 +203,8 @@ class RunLayout:
 
     def part_path(self, index: int) -> str:
         """The document file of partition ``index``."""
+        if self.names is not None:
+            return join(self.root, self.names[index] + self.suffix)
         return join(self.root, part_name(index, self.suffix))
 
     @property

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curator_dask import _backend
-from curator_dask.io._files import atomic_output, part_name, path_error
+from curator_dask.io._files import atomic_output, is_object_store, part_name, path_error
 from curator_dask.io.base import Writer, WriteResult
 from curator_dask.io.layout import TMP_SUFFIX, RunLayout, part_index
 
@@ -37,6 +37,7 @@ class _FileWriter(Writer):
     path: str
     mode: str = "overwrite"
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
+    per_input_file: bool = False
 
     suffix: ClassVar[str] = ""
 
@@ -45,6 +46,12 @@ class _FileWriter(Writer):
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         self.path = str(self.path)
         self._layout: RunLayout | None = None
+        self._names: tuple[str, ...] | None = None
+
+    def name_partitions(self, names: list[str]) -> None:
+        """Name the document files after the input files (``per_input_file=True``)."""
+        self._names = tuple(names)
+        self._layout = None
 
     # -- names -----------------------------------------------------------------------------
     def part_name(self, index: int) -> str:
@@ -55,7 +62,8 @@ class _FileWriter(Writer):
     def layout(self) -> RunLayout:
         """Where this writer's files go (resolved by :meth:`begin`, on the client)."""
         if self._layout is None:
-            self._layout = RunLayout.for_output(self.path, self.suffix, self.storage_options)
+            layout = RunLayout.for_output(self.path, self.suffix, self.storage_options)
+            self._layout = replace(layout, names=self._names)
         return self._layout
 
     # -- the Writer contract ---------------------------------------------------------------
@@ -68,8 +76,8 @@ class _FileWriter(Writer):
         finished part files and deletes temporary files and the marker; ``error`` raises
         :class:`FileExistsError` if the directory exists and is not empty.
         """
-        self._layout = RunLayout.for_output(self.path, self.suffix, self.storage_options)
-        layout = self._layout
+        self._layout = None
+        layout = self.layout
         fs, root = layout.fs()
         layout.check_bucket()
         try:
@@ -152,6 +160,8 @@ class _FileWriter(Writer):
             if fs.exists(path):
                 fs.rm(path)
             return WriteResult(index, final, 0, frame_schema(part).serialize().to_pybytes())
+        if self._names is not None and not is_object_store(fs):  # names may hold folders
+            fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         with atomic_output(fs, path) as f:
             schema = self._encode(part, f)
         return WriteResult(index, final, len(part), schema.serialize().to_pybytes())

@@ -39,7 +39,7 @@ def test_exact_dedup_accounts_for_every_document(tmp_path: Path) -> None:
     removed = ds.dataset(out / "removed_ids", format="parquet").to_table().column("id")
     quarantine = [
         json.loads(line)
-        for f in sorted((out / "_quarantine").glob("*.jsonl"))
+        for f in sorted((out / ".curator" / "_quarantine").glob("*.jsonl"))
         for line in f.read_text().splitlines()
     ]
     kept_ids = [d["id"] for d in kept]
