@@ -2,7 +2,7 @@
 
 A ``dask scheduler`` and three ``dask worker`` processes, each started in a directory of its
 own (as on a real cluster, where no worker shares the client's working directory), run
-``curator-dask run`` and ``curator-dask exact-dedup`` unchanged, with paths given relatively
+``curator-dask run``, ``exact-dedup`` and ``fuzzy-dedup`` unchanged, with paths given relatively
 (relative to where the command runs) and with inputs and outputs on a local S3 endpoint
 (moto). The outputs, read back with pandas, equal those of a single-process run.
 """
@@ -154,6 +154,20 @@ writer: {{class: ParquetWriter, params: {{path: {out}, mode: resume{so}}}}}
 """
 
 
+# the README's fuzzy-dedup command, unchanged but for the cluster flag
+FUZZY = [
+    "fuzzy-dedup",
+    "data/",
+    "--output",
+    "out-fuzzy/",
+    "--cache-dir",
+    "cache/",
+    "--word-ngrams",
+    "5",
+    "--false-positive-check",
+]
+
+
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "curator_dask.cli", *args]
     proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600)
@@ -174,6 +188,7 @@ def single(tmp_path_factory: pytest.TempPathFactory, corpus: list[dict]) -> Path
     (home / "pipeline.yaml").write_text(PIPELINE.format(inp="data/", out="out/clean", so=""))
     _cli(["run", "pipeline.yaml", "--n-workers", "1", "--threads-per-worker", "1"], home)
     _cli(["exact-dedup", "data/", "--output", "out-exact/", "--n-workers", "1"], home)
+    _cli([*FUZZY, "--n-workers", "1"], home)
     return home
 
 
@@ -186,6 +201,7 @@ def test_readme_commands_with_relative_local_paths(
     sfile = os.path.relpath(cluster, home)
     _cli(["run", "pipeline.yaml", "--scheduler-file", sfile], home)
     _cli(["exact-dedup", "data/", "--output", "out-exact/", "--scheduler-file", sfile], home)
+    _cli([*FUZZY, "--scheduler-file", sfile], home)
 
     got, want = pd.read_parquet(home / "out" / "clean"), pd.read_parquet(single / "out" / "clean")
     assert len(got) > 0
@@ -199,6 +215,12 @@ def test_readme_commands_with_relative_local_paths(
     ref_removed = pd.read_parquet(single / "out-exact" / "removed_ids")
     assert sorted(removed["id"]) == sorted(ref_removed["id"])
     assert len(removed) >= 20  # the 20 copies, and any duplicates the sample holds
+    fuzzy = pd.read_parquet(home / "out-fuzzy" / "removed_ids")
+    ref_fuzzy = pd.read_parquet(single / "out-fuzzy" / "removed_ids")
+    assert sorted(fuzzy["id"]) == sorted(ref_fuzzy["id"])
+    assert len(fuzzy) >= 20
+    assert not (home.parent / "cache").exists()  # the cache is where the command ran
+    assert (home / "cache").is_dir()
 
 
 def test_readme_run_with_inputs_and_outputs_on_s3(
