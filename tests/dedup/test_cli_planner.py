@@ -108,3 +108,28 @@ def test_planner_is_quiet_when_the_plan_fits_the_memory_limit(recwarn):
     # 4,000 documents on 1 GiB workers: over the 50 % budget's margin, far under the limit
     plan_lsh(4_000, num_bands=30, n_workers=2, worker_memory=1 * gib, memory_fraction=0.4)
     assert not [w for w in recwarn if "LSH pass" in str(w.message)]
+
+
+def test_semantic_dedup_command(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import json
+
+    texts = [
+        "The train to Edinburgh departs from platform four at noon.",
+        "Photosynthesis converts light energy into chemical energy.",
+        "The train to Edinburgh departs from platform four at noon.",
+        "Stir the flour into the melted butter and cook for two minutes.",
+    ]
+    src = tmp_path / "docs.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    args = _parser().parse_args(
+        ["semantic-dedup", str(src), "--output", str(tmp_path / "o"), "--cache-dir",
+         str(tmp_path / "c"), "--n-clusters", "2", "--eps", "0.01", "--keep", "first"]
+    )  # fmt: skip
+    assert args.func(args) == 0
+    assert "documents read: 4" in capsys.readouterr().out
+    got = pd.read_parquet(tmp_path / "o" / "removed_ids")
+    assert got.to_dict("records") == [{"id": "d2", "group": "d0"}]
