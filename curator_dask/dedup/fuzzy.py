@@ -153,27 +153,35 @@ def _candidate_uids(part: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"uid": uid, "_part": uid >> UID_SHIFT})
 
 
-def _candidate_texts(
-    part: Any, cand: pd.DataFrame, text_column: str, partition_info: dict | None = None
-) -> pd.DataFrame:
-    part = with_uid(_backend.to_pandas(part[[text_column]]), partition_info)
-    hit = part["_uid"].isin(cand["uid"].to_numpy()).to_numpy()
-    return pd.DataFrame(
-        {"uid": part["_uid"].to_numpy()[hit], "text": part[text_column].to_numpy()[hit]}
-    ).astype({"text": object})
-
-
-def _verify_part(
-    part: pd.DataFrame,
+def _candidate_sets(
+    part: Any,
+    cand: pd.DataFrame,
+    text_column: str,
     kind: Literal["word", "char"],
     ngram: int,
     normalization: str,
-    threshold: float,
-    max_anchors: int | None = None,
+    partition_info: dict | None = None,
+) -> pd.DataFrame:
+    """Each candidate's sorted distinct shingle hashes (uint64 bytes), computed once per
+    document here, where its text is, instead of once per bucket it falls in."""
+    part = with_uid(_backend.to_pandas(part[[text_column]]), partition_info)
+    hit = part["_uid"].isin(cand["uid"].to_numpy()).to_numpy()
+    text = part[text_column][hit]
+    hashes, offsets = shingle_hashes(text, ngram, kind, normalization)
+    sets, set_off = unique_shingles(hashes, offsets)
+    raw = sets.astype(np.uint64, copy=False).tobytes()
+    sig = [raw[set_off[i] * 8 : set_off[i + 1] * 8] for i in range(len(set_off) - 1)]
+    return pd.DataFrame({"uid": part["_uid"].to_numpy()[hit], "sig": pd.Series(sig, dtype=object)})
+
+
+def _verify_part(
+    part: pd.DataFrame, threshold: float, max_anchors: int | None = None
 ) -> pd.DataFrame:
     part = part.sort_values(["bucket", "uid"], kind="stable")
-    hashes, offsets = shingle_hashes(part["text"], ngram, kind, normalization)
-    sets, set_off = unique_shingles(hashes, offsets)
+    sig = part["sig"].tolist()
+    sets = np.frombuffer(b"".join(sig), dtype=np.uint64)
+    set_off = np.zeros(len(sig) + 1, dtype=np.int64)
+    np.cumsum([len(x) // 8 for x in sig], out=set_off[1:])
     a, b, _ = verify_buckets(part["bucket"].to_numpy(), sets, set_off, threshold, max_anchors)
     uid = part["uid"].to_numpy(np.int64)
     u, v = uid[a], uid[b]
@@ -426,22 +434,22 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             ),
         )
         cand = cand.set_index("_part", divisions=[*range(n), n])
+        p = self._sig_params
         texts = df.map_partitions(
-            _candidate_texts,
+            _candidate_sets,
             cand,
             self.text_column,
-            align_dataframes=False,
-            meta=pd.DataFrame(
-                {"uid": pd.Series([], dtype="int64"), "text": pd.Series([], dtype=object)}
-            ),
-        )
-        joined = members.merge(texts, on="uid", how="inner", shuffle_method=method)
-        p = self._sig_params
-        edges = joined.shuffle(on="bucket", method=method).map_partitions(
-            _verify_part,
             p.kind,
             p.ngram,
             p.normalization,
+            align_dataframes=False,
+            meta=pd.DataFrame(
+                {"uid": pd.Series([], dtype="int64"), "sig": pd.Series([], dtype=object)}
+            ),
+        )
+        joined = members.merge(texts, on="uid", how="inner", shuffle_method=method)
+        edges = joined.shuffle(on="bucket", method=method).map_partitions(
+            _verify_part,
             float(self.jaccard_threshold),
             self.num_anchors,
             meta=_EDGES_META,
