@@ -9,11 +9,11 @@ values of at least one band are equal. If the Jaccard similarity of their shingl
     P(candidate) = 1 - (1 - s^r)^b
 
 with ``b = num_bands`` and ``r = minhashes_per_band``: an S-curve whose steep part sits near
-``(1/b)**(1/r)``. The defaults ``b=20, r=13`` put it near 0.79: a pair at ``s=0.8`` is a
+``(1/b)**(1/r)``. NeMo Curator's ``b=20, r=13`` put it near 0.79: a pair at ``s=0.8`` is a
 candidate with probability 0.68, ``s=0.85`` -> 0.92, ``s=0.9`` -> 0.997, ``s=0.5`` -> 0.0024.
 With ``false_positive_check`` the false candidates cost only verification time, so a curve
-shifted left keeps recall at the threshold: ``b=30, r=8`` gives ``s=0.8`` -> 0.996,
-``s=0.7`` -> 0.83, ``s=0.5`` -> 0.11.
+shifted left keeps recall at the threshold: ``b=30, r=8`` (the default at 0.8, see
+:func:`bands_for_threshold`) gives ``s=0.8`` -> 0.996, ``s=0.7`` -> 0.83, ``s=0.5`` -> 0.11.
 
 ``num_bands``
     Bands per signature (``b``). More bands: higher recall, more false candidates.
