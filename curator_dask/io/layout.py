@@ -340,7 +340,20 @@ class RunLayout:
         A resumed run whose input lost files has fewer partitions; what was written for
         the missing ones no longer has an input. Returns the paths removed.
         """
-        removed = []
+        removed: list[str] = []
+        # document files named after input files (per_input_file) that no partition writes
+        # now: the statistics records say which files earlier runs wrote
+        current = {self.part_path(i) for i in range(keep)}
+        fs, stats_dir = self.fs(join(self.meta_dir, STATS_DIR))
+        if self.names is not None and fs.isdir(stats_dir):
+            for name in fs.ls(stats_dir, detail=False):
+                full = name if "://" not in self.root else fs.unstrip_protocol(name)
+                record = self.read_json(full)
+                path = str(record.get("path") or "") if isinstance(record, dict) else ""
+                inside = path.startswith(self.root.rstrip("/") + "/")
+                if inside and path not in current and self.exists(path):
+                    self.remove(path)
+                    removed.append(path)
         for folder in (self.root, join(self.meta_dir, STATS_DIR), self.quarantine_dir):
             fs, p = self.fs(folder)
             if not fs.isdir(p):

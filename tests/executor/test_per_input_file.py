@@ -80,3 +80,24 @@ def test_per_input_file_needs_whole_files(src: Path, tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="files_per_partition=1"):
         pipeline.run(SequentialExecutor(progress=False))
+
+
+def test_resume_removes_the_output_of_a_deleted_input_file(src: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+
+    def run() -> object:
+        return Pipeline(
+            "back",
+            [
+                JsonlReader(str(src), files_per_partition=1),
+                JsonlWriter(str(out), per_input_file=True, mode="resume"),
+            ],
+        ).run(SequentialExecutor(progress=False))
+
+    run()
+    assert (out / "2023" / "b.jsonl").exists()
+    (src / "2023" / "b.jsonl.gz").unlink()  # sorted first: the partitions renumber
+    result = run()
+    assert result.read == result.kept == 10  # type: ignore[attr-defined]
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*.jsonl"))
+    assert [f for f in files if not f.startswith(".curator")] == ["a.jsonl"]
