@@ -481,7 +481,7 @@ def publish(
     On a local disk the part files go to a hidden temporary directory, which replaces
     ``<name>/`` once all are written, so a reader never sees a partial ``<name>/``. On an
     object store each part object appears whole and the old ones are deleted first.
-    ``<name>/_SUCCESS`` is written last in both cases. Returns the directory and the rows.
+    ``<name>/.curator/_SUCCESS`` is written last in both cases. Returns the directory and the rows.
     """
     final = join(output_path, name)
     fs, f = get_fs(final, storage_options)

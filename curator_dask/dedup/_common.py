@@ -185,8 +185,8 @@ class DedupWorkflow:
         ``<output>/removed_ids/`` (``id, group``: one row per removed document),
         ``<output>/duplicate_groups/`` (``id, group``: every member, when
         ``duplicate_groups``), ``<output>/deduplicated/`` (``perform_removal``) and
-        ``<output>/_quarantine/``; each directory is published whole (temporary name, rename,
-        ``_SUCCESS``).
+        ``<output>/.curator/_quarantine/``; each directory is published whole (temporary
+        name, rename, ``.curator/_SUCCESS``).
         """
         so, r = run.storage_options, run.reporter
         with r.step("output"):

@@ -42,7 +42,7 @@ class ExactParams:
 {_COMMON_INPUT}
     output_path : str
         Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
-        ``_quarantine/``) are written.
+        ``.curator/_quarantine/``) are written.
     text_column, id_column : str
         Columns holding the text and the document id (ids must be unique).
     input_blocksize : int or str, optional
@@ -89,7 +89,7 @@ class FuzzyParams:
         reuses stale results; a restarted run continues where it stopped.
     output_path : str
         Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
-        ``_quarantine/``) are written.
+        ``.curator/_quarantine/``) are written.
     text_column, id_column : str
         Text and (unique) document id columns.
     input_blocksize : int or str, optional
@@ -177,7 +177,7 @@ class SemanticParams:
         Where the steps' results are checkpointed (embeddings, clusters, duplicates).
     output_path : str
         Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
-        ``_quarantine/``) are written.
+        ``.curator/_quarantine/``) are written.
 {_COMMON_INPUT}
     df : dask.dataframe.DataFrame, optional
         The input frame instead of ``input_path``.

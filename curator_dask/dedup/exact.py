@@ -177,8 +177,9 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         ``group``: the id of the document kept for that text), one row per removed document;
         with ``duplicate_groups`` every member to ``duplicate_groups/``; with
         ``perform_removal`` the kept documents to ``deduplicated/``; bad input records to
-        ``_quarantine/``. Each directory appears whole, with a ``_SUCCESS`` marker. Scratch
-        files (the hashes) go to ``<output_path>/_work/`` and are removed at the end.
+        ``.curator/_quarantine/``. Each directory appears whole, with a ``.curator/_SUCCESS``
+        marker. Scratch files (the hashes) go to ``<output_path>/.curator/_work/`` and are
+        removed at the end.
 
         Returns
         -------

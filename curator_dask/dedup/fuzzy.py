@@ -500,7 +500,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         ``group`` (the id of the document kept for that duplicate group), one row per removed
         document; with ``duplicate_groups`` every member to ``duplicate_groups/``; with
         ``perform_removal`` the kept documents to ``deduplicated/``; quarantined input
-        records to ``_quarantine/``. Each output directory appears whole, with ``_SUCCESS``.
+        records to ``.curator/_quarantine/``. Each output directory appears whole, with
+        ``.curator/_SUCCESS``.
         Intermediate results go under :meth:`cache_dir`.
 
         Returns

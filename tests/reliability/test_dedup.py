@@ -1,7 +1,7 @@
 """Dedup commands under bad input: one input listing (README and hidden files skipped), the
 quarantine under the output directory, and every document accounted for.
 
-The audit reads ``deduplicated/``, ``removed_ids/`` and ``_quarantine/`` back with pyarrow
+The audit reads ``deduplicated/``, ``removed_ids/`` and ``.curator/_quarantine/`` back with pyarrow
 and json; ``read = kept + removed + quarantined``; kept and removed ids are disjoint and
 together the ids of every readable input document.
 """
