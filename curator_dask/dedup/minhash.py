@@ -383,21 +383,6 @@ def minhash_signatures(
     return _minhash32(hashes, offsets, perms[0].copy(), perms[1].copy())
 
 
-def signatures_from_text(
-    text: pd.Series,
-    num_hashes: int,
-    ngram: int,
-    kind: ShingleKind = "word",
-    seed: int = 42,
-    use_64_bit_hash: bool = False,
-    normalization: str | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Signatures of a partition's documents, and each document's shingle count."""
-    hashes, offsets = shingle_hashes(text, ngram, kind, normalization)
-    perms = minhash_permutations(num_hashes, seed, use_64_bit_hash)
-    return minhash_signatures(hashes, offsets, perms, use_64_bit_hash), np.diff(offsets)
-
-
 def unique_shingles(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sort and de-duplicate each document's shingle hashes (for exact Jaccard)."""
     return _unique_per_doc(np.ascontiguousarray(hashes), np.ascontiguousarray(offsets))
