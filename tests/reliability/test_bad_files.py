@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -131,3 +132,21 @@ def test_an_unreadable_parquet_file_is_one_quarantine_row_naming_it(tmp_path: Pa
         (row,) = got.quarantine
         assert row["file"].endswith("b.parquet")
         assert "unreadable Parquet file" in row["reason"]
+
+
+def test_mixed_types_in_separate_partitions_read_back_as_one_dataset(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    _make(src)
+    out = tmp_path / "pq"
+    spec = {
+        "reader": {"class": "JsonlReader", "params": {"paths": str(src), "files_per_partition": 1}},
+        "writer": {"class": "ParquetWriter", "params": {"path": str(out)}},
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    proc = cli(["run", str(tmp_path / "p.yaml"), "--sequential"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # one schema for the run: the partition of numbers and the partition of strings agree
+    table = pads.dataset(str(out), format="parquet").to_table()
+    rows = {r["id"]: r for r in table.to_pylist()}
+    assert rows["a1"]["score"] == "0.5"
+    assert rows["b1"]["score"] == "high"
