@@ -200,14 +200,15 @@ def plot_memory(timeline: Any, *, ax: Any = None) -> Any:
     """Worker memory over a run, summed over workers: managed, unmanaged, spilled.
 
     ``timeline`` is a :class:`~curator_dask.monitoring.MemoryTimeline`, its ``frame()``,
-    or a run directory holding ``_timeline.parquet``.
+    or a run directory holding ``_timeline.pqt``.
     """
+    from curator_dask.io.layout import TIMELINE
     from curator_dask.monitoring.timeline import as_frame, read_timeline
 
     if isinstance(timeline, (str, bytes)) or hasattr(timeline, "__fspath__"):
         import os
 
-        timeline = read_timeline(os.path.join(os.fsdecode(timeline), "_timeline.parquet"))
+        timeline = read_timeline(os.path.join(os.fsdecode(timeline), TIMELINE))
     frame = as_frame(timeline)
     ax = _axes(ax)
     workers = frame[frame["rss"].notna()]

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from curator_dask import _backend
 from curator_dask.io.base import PartitionSpec, Reader, Writer, empty_quarantine
-from curator_dask.io.layout import RunLayout, part_name
+from curator_dask.io.layout import META_PARQUET, RunLayout, part_name
 from curator_dask.stage import ProcessingStage, StageStats, ready_stage, run_stage
 
 
@@ -247,7 +247,7 @@ def batch_done(layout: RunLayout, step_dir: str, index: int, token: str) -> dict
     marker = layout.read_json(_step_file(layout, step_dir, index, ".done.json"))
     if marker is None or marker.get("token") != token:
         return None
-    if not layout.exists(_step_file(layout, step_dir, index, ".parquet")):
+    if not layout.exists(_step_file(layout, step_dir, index, META_PARQUET)):
         return None
     return marker
 
@@ -258,7 +258,7 @@ def batch_read_task(
     """Batch step 0: read a partition to Parquet, write its quarantine records."""
     carry = read_task(reader, spec)
     layout.write_quarantine(carry.quarantine, spec.index)
-    layout.write_frame(_step_file(layout, step_dir, spec.index, ".parquet"), carry.part)
+    layout.write_frame(_step_file(layout, step_dir, spec.index, META_PARQUET), carry.part)
     return _marker(layout, step_dir, spec.index, token, carry.stats[0])
 
 
@@ -271,9 +271,11 @@ def batch_stage_task(
     token: str,
 ) -> dict[str, Any]:
     """Batch step k: run a stage on the previous step's Parquet file of one partition."""
-    part = layout.read_frame(_step_file(layout, in_dir, index, ".parquet"), _backend.frame_module())
+    part = layout.read_frame(
+        _step_file(layout, in_dir, index, META_PARQUET), _backend.frame_module()
+    )
     out, stats = run_stage(ready_stage(stage), part)
-    layout.write_frame(_step_file(layout, step_dir, index, ".parquet"), out)
+    layout.write_frame(_step_file(layout, step_dir, index, META_PARQUET), out)
     return _marker(layout, step_dir, index, token, stats.to_dict())
 
 
@@ -286,7 +288,9 @@ def batch_write_task(
     token: str,
 ) -> dict[str, Any]:
     """Batch last step: write the final partition with the statistics of every step."""
-    part = layout.read_frame(_step_file(layout, in_dir, index, ".parquet"), _backend.frame_module())
+    part = layout.read_frame(
+        _step_file(layout, in_dir, index, META_PARQUET), _backend.frame_module()
+    )
     # Step 0 already wrote the quarantine records: carry none, so they are kept.
     carry = Carry(index, part, None, list(stage_stats))
     return write_task(writer, carry, layout, token)

@@ -10,7 +10,7 @@ An output directory holds the documents and, apart from them, the run's metadata
     <output>/<META_DIR>/_quarantine/   the quarantined input records, one file per partition
     <output>/<META_DIR>/_work/         batch mode's intermediate Parquet files
     <output>/<META_DIR>/_removed/      what each stage removed, with the stage (keep_removed)
-    <output>/<META_DIR>/_report.html   the HTML report, and _timeline.parquet (monitoring)
+    <output>/<META_DIR>/_report.html   the HTML report, and _timeline.pqt (monitoring)
     <output>/<META_DIR>/_runs.json     the runs that wrote partitions (monitoring)
 
 with ``META_DIR = ".curator"``: only document files sit at the top, and every reader of
@@ -56,7 +56,12 @@ STATS_DIR = "_stats"
 QUARANTINE_DIR = "_quarantine"
 WORK_DIR = "_work"
 REPORT = "_report.html"
-TIMELINE = "_timeline.parquet"
+#: The suffix of Parquet files among a run's metadata. ``dd.read_parquet(output)`` lists every
+#: ``*.parquet``/``*.parq``/``*.pq`` below ``output``, hidden folders included (``fs.find``), so
+#: a metadata table named ``.parquet`` would be read as documents; pandas, pyarrow and HF
+#: ``datasets`` open any name given to them.
+META_PARQUET = ".pqt"
+TIMELINE = "_timeline" + META_PARQUET
 LEASE = "_lease.json"
 REMOVED_DIR = "_removed"
 
@@ -241,7 +246,7 @@ class RunLayout:
 
     def removed_path(self, index: int) -> str:
         """What the stages removed from partition ``index`` (``Pipeline(keep_removed=True)``)."""
-        return join(self.meta_dir, REMOVED_DIR, part_name(index, ".parquet"))
+        return join(self.meta_dir, REMOVED_DIR, part_name(index, META_PARQUET))
 
     def write_removed(self, frame: Any, index: int) -> str | None:
         """Write the removed documents of partition ``index`` (None or empty: remove a stale

@@ -7,7 +7,7 @@ During a run a :class:`MemoryTimeline` samples the cluster and each partition's 
 statistics go to the Prometheus metrics as the partition's record reaches the client (when
 prometheus-client is installed: one latency observation per partition and stage, counters
 that grow while the run goes); at its end the timeline is written
-to ``<run_dir>/_timeline.parquet`` (local outputs only) and, if configured, the HTML report.
+to ``<run_dir>/_timeline.pqt`` (local outputs only) and, if configured, the HTML report.
 What happens is set in config (``curator.monitoring.*``, defaults in code):
 
 - ``timeline`` (true): sample memory during runs;
@@ -123,7 +123,7 @@ def on_run_failed(run_dir: str) -> Path | None:
 
     Called by the executor when a run writing to ``run_dir`` fails, so no sampling
     thread outlives the run. The samples up to the failure (often the most useful ones:
-    the memory of the worker that died) are written to ``<run_dir>/_timeline.parquet``
+    the memory of the worker that died) are written to ``<run_dir>/_timeline.pqt``
     when ``run_dir`` is a local directory; returns that path, or None.
     """
     with _LOCK:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from curator_dask.io.layout import run_metadata_dir
+from curator_dask.io.layout import TIMELINE, run_metadata_dir
 from curator_dask.monitoring import _charts
 from curator_dask.monitoring.checks import detect_unmanaged_growth, format_bytes
 from curator_dask.monitoring.timeline import (
@@ -37,7 +37,7 @@ STATS_FILE = "_stats.json"
 #: The runs that wrote partitions into the directory, a JSON list (see :func:`append_run`);
 #: not ``.jsonl``, so a glob for the data files does not pick it up.
 RUNS_FILE = "_runs.json"
-TIMELINE_FILE = "_timeline.parquet"
+TIMELINE_FILE = TIMELINE
 REPORT_FILE = "_report.html"
 
 KEPT, REMOVED, QUARANTINED = "#4c9f70", "#d1495b", "#edae49"
@@ -112,7 +112,7 @@ def write_run_report(
     ----------
     run_dir : path
         The run's output directory (local). Writes ``<run_dir>/_report.html`` and, when a
-        timeline is given, ``<run_dir>/_timeline.parquet`` so the report can be drawn again
+        timeline is given, ``<run_dir>/_timeline.pqt`` so the report can be drawn again
         later (``curator-dask report RUN_DIR``).
     stats : mapping, optional
         The run statistics, as written to ``<run_dir>/_stats.json``: ``pipeline``,
@@ -120,7 +120,7 @@ def write_run_report(
         ``read``, ``kept``, ``removed``, ``quarantined``, ``wall_seconds``; other keys are
         listed under "Run details". Read from ``_stats.json`` when None.
     timeline : MemoryTimeline or DataFrame, optional
-        Memory samples of the run; read from ``<run_dir>/_timeline.parquet`` when None and
+        Memory samples of the run; read from ``<run_dir>/_timeline.pqt`` when None and
         present.
     path : path, optional
         Write the report here instead.

@@ -242,10 +242,10 @@ def timeline_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def write_timeline(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write a timeline frame to Parquet (``.parquet``) or JSON records (anything else)."""
+    """Write a timeline frame to Parquet (``.parquet``, ``.pqt``) or JSON records (else)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
+    if path.suffix in (".parquet", ".pqt"):
         frame.to_parquet(path, index=False)
     else:
         frame.to_json(path, orient="records", date_format="iso", date_unit="us")
@@ -255,7 +255,7 @@ def write_timeline(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
 def read_timeline(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a timeline written by :meth:`MemoryTimeline.write`."""
     path = Path(path)
-    if path.suffix == ".parquet":
+    if path.suffix in (".parquet", ".pqt"):
         df = pd.read_parquet(path)
     else:
         df = pd.read_json(path, orient="records", convert_dates=["timestamp"])

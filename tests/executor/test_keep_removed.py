@@ -95,8 +95,41 @@ def test_an_overwrite_without_keep_removed_drops_the_earlier_removed_files(
 ) -> None:
     out = tmp_path / "out"
     _run(src, out, SequentialExecutor(progress=False))
-    assert list((out / ".curator" / "_removed").glob("part-*.parquet"))
+    assert list((out / ".curator" / "_removed").glob("part-*.pqt"))
     Pipeline("again", [JsonlReader(str(src)), JsonlWriter(str(out))]).run(
         SequentialExecutor(progress=False)
     )
-    assert not list((out / ".curator" / "_removed").glob("part-*.parquet"))
+    assert not list((out / ".curator" / "_removed").glob("part-*.pqt"))
+
+
+def test_a_parquet_output_with_its_metadata_reads_back_as_the_kept_documents(
+    src: Path, tmp_path: Path
+) -> None:
+    """dd.read_parquet lists every *.parquet below a directory, hidden folders included:
+    the removed documents and the memory timeline in .curator/ must not be among them."""
+    import dask.dataframe as dd
+
+    from curator_dask.io import ParquetWriter
+
+    out = tmp_path / "out"
+    pipeline = Pipeline(
+        "keep",
+        [
+            JsonlReader(str(src), files_per_partition=1),
+            WordCountFilter(min_words=3),
+            ParquetWriter(str(out)),
+        ],
+        keep_removed=True,
+    )
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=2, processes=False) as cluster,
+        Client(cluster) as client,
+    ):
+        result = pipeline.run(DaskExecutor(client=client, progress=False))
+    meta = out / ".curator"
+    assert list((meta / "_removed").iterdir())  # the removed documents are there
+    assert not [p for p in meta.rglob("*") if p.suffix in (".parquet", ".parq", ".pq")]
+    got = dd.read_parquet(str(out)).compute()
+    assert list(got.columns) == ["id", "text"]
+    assert len(got) == result.kept  # type: ignore[attr-defined]
+    assert sorted(got["id"]) == sorted(pd.read_parquet(out)["id"])
