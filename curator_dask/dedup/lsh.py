@@ -228,10 +228,23 @@ def _find(parent, a):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
+def _push_edge(out_a, out_b, n_out, a, b):  # pragma: no cover - compiled
+    """Store edge ``(a, b)`` at ``n_out``, doubling the arrays when they are full."""
+    if n_out == len(out_a):
+        na = np.empty(2 * len(out_a), dtype=np.int64)
+        nb = np.empty(2 * len(out_b), dtype=np.int64)
+        na[:n_out] = out_a[:n_out]
+        nb[:n_out] = out_b[:n_out]
+        out_a, out_b = na, nb
+    out_a[n_out] = a
+    out_b[n_out] = b
+    return out_a, out_b
+
+
+@numba.njit(nogil=True, cache=True)
 def _verify(starts, ends, sets, set_off, threshold):  # pragma: no cover - compiled
-    cap = 16
-    out_a = np.empty(cap, dtype=np.int64)
-    out_b = np.empty(cap, dtype=np.int64)
+    out_a = np.empty(16, dtype=np.int64)  # grown by _push_edge
+    out_b = np.empty(16, dtype=np.int64)
     n_out = 0
     n_checked = 0
     for g in range(len(starts)):
@@ -252,15 +265,7 @@ def _verify(starts, ends, sets, set_off, threshold):  # pragma: no cover - compi
                 if jaccard_sorted(a, b) >= threshold:
                     ri, rj = _find(parent, i), _find(parent, j)
                     parent[max(ri, rj)] = min(ri, rj)
-                    if n_out == cap:
-                        cap *= 2
-                        na = np.empty(cap, dtype=np.int64)
-                        nb = np.empty(cap, dtype=np.int64)
-                        na[:n_out] = out_a[:n_out]
-                        nb[:n_out] = out_b[:n_out]
-                        out_a, out_b = na, nb
-                    out_a[n_out] = s + i
-                    out_b[n_out] = s + j
+                    out_a, out_b = _push_edge(out_a, out_b, n_out, s + i, s + j)
                     n_out += 1
     return out_a[:n_out], out_b[:n_out], n_checked
 
@@ -279,9 +284,8 @@ def _check(parent, sets, set_off, s, i, j, threshold):  # pragma: no cover - com
 
 @numba.njit(nogil=True, cache=True)
 def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pragma: no cover
-    cap = 16
-    out_a = np.empty(cap, dtype=np.int64)
-    out_b = np.empty(cap, dtype=np.int64)
+    out_a = np.empty(16, dtype=np.int64)  # grown by _push_edge
+    out_b = np.empty(16, dtype=np.int64)
     n_out = 0
     n_checked = 0
     anchors = np.empty(max_anchors, dtype=np.int64)
@@ -303,15 +307,7 @@ def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pra
                 n_checked += 1
                 if _check(parent, sets, set_off, s, i, j, threshold):
                     matched = True
-                    if n_out == cap:
-                        cap *= 2
-                        na = np.empty(cap, dtype=np.int64)
-                        nb = np.empty(cap, dtype=np.int64)
-                        na[:n_out] = out_a[:n_out]
-                        nb[:n_out] = out_b[:n_out]
-                        out_a, out_b = na, nb
-                    out_a[n_out] = s + i
-                    out_b[n_out] = s + j
+                    out_a, out_b = _push_edge(out_a, out_b, n_out, s + i, s + j)
                     n_out += 1
             if matched:
                 continue
@@ -326,15 +322,7 @@ def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pra
                 n_checked += 1
                 if _check(parent, sets, set_off, s, i, j, threshold):
                     matched = True
-                    if n_out == cap:
-                        cap *= 2
-                        na = np.empty(cap, dtype=np.int64)
-                        nb = np.empty(cap, dtype=np.int64)
-                        na[:n_out] = out_a[:n_out]
-                        nb[:n_out] = out_b[:n_out]
-                        out_a, out_b = na, nb
-                    out_a[n_out] = s + i
-                    out_b[n_out] = s + j
+                    out_a, out_b = _push_edge(out_a, out_b, n_out, s + i, s + j)
                     n_out += 1
             if not matched and n_anchors < max_anchors:
                 anchors[n_anchors] = j
