@@ -1,28 +1,10 @@
 """The ``curator-dask`` command: parses arguments and calls the public API.
 
-``curator-dask run PIPELINE.yaml`` runs a pipeline described in YAML::
-
-    name: demo
-    reader:
-      class: JsonlReader            # from curator_dask.io, or "package.module:Class"
-      params: {paths: data/, blocksize: 64MB}
-    stages:
-      - class: UnicodeNormalizer    # from curator_dask.filters / modifiers / classifiers
-      - class: WordCountFilter
-        params: {min_words: 50}
-        resources: {cpus: 1}        # or {gpus: 1}, {gpu_memory_gb: 8}
-      - class: my_package.stages:MyStage
-    writer:
-      class: JsonlWriter
-      params: {path: out/, mode: resume}
-    execution: {mode: streaming, max_in_flight: 8}   # optional
-    cluster: {n_workers: 4, threads_per_worker: 1}   # optional, see ClusterConfig
-    config: {curator.io.blocksize: 128MB}            # optional dask config for the run
-
-Errors in the file name the key at fault, e.g. ``stages[2].params.min_words: expected
-int, got 'many'``. Cluster flags (:func:`add_cluster_args`) override the ``cluster:``
-section. Other subcommands come from the modules listed in :data:`SUBCOMMAND_MODULES`, each
-providing ``register(subparsers, add_cluster_args, client_from_args)``.
+``curator-dask run PIPELINE.yaml`` runs a pipeline described in YAML; :data:`RUN_HELP` (what
+``curator-dask run --help`` prints) shows the file's keys. Cluster flags
+(:func:`add_cluster_args`) override the ``cluster:`` section. Other subcommands come from the
+modules listed in :data:`SUBCOMMAND_MODULES`, each providing
+``register(subparsers, add_cluster_args, client_from_args)``.
 """
 
 from __future__ import annotations
@@ -560,8 +542,8 @@ def _hint_name(hint: Any) -> str:
 # -- help, version, logging ------------------------------------------------------------------
 RUN_HELP = """\
 Run the pipeline described in a YAML file: read, apply the stages in order, write. Progress
-goes to stderr, the summary to stdout; the output directory gets _stats.json and, with the
-monitoring extra, _report.html. A file looks like this:
+goes to stderr, the summary to stdout; run metadata goes to <output>/.curator/ (_stats.json
+and, with the monitoring extra, _report.html). A file looks like this:
 
     name: demo
     reader:

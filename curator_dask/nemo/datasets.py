@@ -59,17 +59,10 @@ class DocumentDataset:
         **kwargs: Any,
     ) -> DocumentDataset:
         """Read JSONL files (``input_meta`` is accepted and ignored: types are inferred)."""
-        with dask.config.set({"dataframe.backend": backend}):
-            df = read_jsonl(
-                _paths(input_files),
-                columns=columns,
-                add_filename=add_filename,
-                blocksize=None if files_per_partition else blocksize,
-                files_per_partition=files_per_partition,
-                text_column=kwargs.pop("text_field", "text"),
-                **kwargs,
-            )
-        return cls(df)
+        return cls._read(
+            read_jsonl, input_files, backend, files_per_partition, blocksize, add_filename,
+            columns, kwargs,
+        )  # fmt: skip
 
     @classmethod
     def read_parquet(
@@ -83,8 +76,26 @@ class DocumentDataset:
         **kwargs: Any,
     ) -> DocumentDataset:
         """Read Parquet files."""
+        return cls._read(
+            read_parquet, input_files, backend, files_per_partition, blocksize, add_filename,
+            columns, kwargs,
+        )  # fmt: skip
+
+    @classmethod
+    def _read(
+        cls,
+        reader: Any,
+        input_files: str | Sequence[str],
+        backend: str,
+        files_per_partition: int | None,
+        blocksize: str | int | None,
+        add_filename: bool,
+        columns: Sequence[str] | None,
+        kwargs: dict[str, Any],
+    ) -> DocumentDataset:
+        """Both readers: NeMo's names mapped onto ``read_jsonl``/``read_parquet``."""
         with dask.config.set({"dataframe.backend": backend}):
-            df = read_parquet(
+            df = reader(
                 _paths(input_files),
                 columns=columns,
                 add_filename=add_filename,
