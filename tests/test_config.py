@@ -41,3 +41,39 @@ def test_blocksize_arguments_are_validated():
         blocksize_for_memory(2**30, 0)
     with pytest.raises(ValueError, match="memory_fraction"):
         blocksize_for_memory(2**30, 1, memory_fraction=1.5)
+
+
+def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
+    from distributed import Client, LocalCluster
+
+    from curator_dask.config import BASE_WORKER_BYTES, default_blocksize
+    from curator_dask.dedup import ExactDeduplicationWorkflow
+    from curator_dask.dedup._base import DedupInput
+    from curator_dask.io import JsonlReader, ParquetReader
+
+    (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    ceiling = 256_000_000
+    assert JsonlReader(str(tmp_path)).partition_bytes == ceiling  # no client
+    limit = 2**30
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, memory_limit=limit,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        want = blocksize_for_memory(limit - BASE_WORKER_BYTES, 2, peak_per_partition_byte=4)
+        assert want == 32 * MiB  # (1 GiB - 480 MiB) * 0.6 / (2 threads x 4) = 41 MiB
+        reader = JsonlReader(str(tmp_path))
+        assert reader.partition_bytes == want == default_blocksize(client)
+        # Parquet expands ~3x when decoded: smaller files on disk per partition
+        assert ParquetReader(str(tmp_path)).partition_bytes == default_blocksize(client, 3.0)
+        assert default_blocksize(client, 3.0) < want
+        # a given blocksize wins; the config can switch the rule off
+        assert JsonlReader(str(tmp_path), blocksize="1MB").partition_bytes == 1_000_000
+        with dask.config.set({"curator.io.blocksize-from-memory": False}):
+            assert JsonlReader(str(tmp_path)).partition_bytes == ceiling
+        # the dedup workflows read with the same default
+        wf = ExactDeduplicationWorkflow(str(tmp_path), output_path=str(tmp_path / "o"))
+        assert DedupInput.of(wf).reader().partition_bytes == want
+    assert JsonlReader(str(tmp_path)).partition_bytes == ceiling

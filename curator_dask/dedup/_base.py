@@ -95,14 +95,56 @@ def parquet_files(directory: str, storage_options: dict[str, Any] | None) -> lis
     return sorted(_full(fs, n, directory) for n in names)
 
 
-def count_rows(files: Sequence[str], storage_options: dict[str, Any] | None) -> int:
-    """Rows in Parquet ``files`` (from their footers)."""
-    n = 0
+def rows_per_file(files: Sequence[str], storage_options: dict[str, Any] | None) -> list[int]:
+    """Rows in each of the Parquet ``files`` (from their footers)."""
+    out = []
     for f in files:
         fs, p = get_fs(f, storage_options)
         with fs.open(p, "rb") as fh:
-            n += pq.ParquetFile(fh).metadata.num_rows
-    return n
+            out.append(pq.ParquetFile(fh).metadata.num_rows)
+    return out
+
+
+def count_rows(files: Sequence[str], storage_options: dict[str, Any] | None) -> int:
+    """Rows in Parquet ``files`` (from their footers)."""
+    return sum(rows_per_file(files, storage_options))
+
+
+@dataclass(frozen=True)
+class _ReadPart:
+    meta: pd.DataFrame
+    columns: list[str] | None
+    storage_options: dict[str, Any] | None
+
+    def __call__(self, path: str) -> pd.DataFrame:
+        fs, p = get_fs(path, self.storage_options)
+        with fs.open(p, "rb") as fh:
+            frame = pq.read_table(fh, columns=self.columns).to_pandas()
+        out = {}
+        for name, dtype in self.meta.dtypes.items():
+            col = frame[name] if name in frame else pd.Series(None, index=frame.index)
+            with contextlib.suppress(TypeError, ValueError):
+                col = col.astype(dtype)
+            out[name] = col
+        return pd.DataFrame(out, index=frame.index)
+
+
+def read_parts(
+    files: Sequence[str],
+    meta: pd.DataFrame,
+    storage_options: dict[str, Any] | None = None,
+    columns: list[str] | None = None,
+) -> Any:
+    """A lazy frame with exactly one partition per file of ``files``, in their order, typed
+    as ``meta`` (so that partition ``i`` is the step's partition ``i``, whatever the row
+    groups)."""
+    if columns is not None:
+        meta = meta[columns]
+    if not files:
+        return dd.from_pandas(meta, npartitions=1)
+    return dd.from_map(
+        _ReadPart(meta, columns, storage_options), list(files), meta=meta, enforce_metadata=False
+    )
 
 
 def read_parquet_dir(
@@ -209,6 +251,8 @@ class DedupInput:
     input_format: str | None
     storage_options: dict[str, Any] | None
     quarantine_path: str | None = None
+    client: Any = field(default=None, repr=False)
+    _reader: Any = field(default=None, init=False, repr=False)
     _frame: Any = field(default=None, init=False, repr=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
 
@@ -236,22 +280,32 @@ class DedupInput:
             fmt,
             getattr(workflow, "storage_options", None),
             quarantine_path,
+            active_client(getattr(workflow, "client", None)),
         )
 
     def reader(self) -> Any:
-        """The io reader of the files (None for a dask frame input)."""
+        """The io reader of the files (None for a dask frame input); made once.
+
+        Without ``blocksize`` the partitions follow the workers' memory limit
+        (:func:`curator_dask.config.default_blocksize`), decided here on the client.
+        """
         if self.paths is None:
             return None
+        if self._reader is not None and self._reader.quarantine_path == self.quarantine_path:
+            return self._reader
         fmt = self.input_format or choose_format(self.paths, self.storage_options)
         self.input_format = fmt
-        return _reader_class(fmt)(
+        cls = _reader_class(fmt)
+        blocksize = self.blocksize or config.default_blocksize(self.client, cls.expansion)
+        self._reader = cls(
             self.paths,
             text_column=self.text_column,
             id_column=self.id_column,
-            blocksize=self.blocksize,
+            blocksize=blocksize,
             quarantine_path=self.quarantine_path,
             storage_options=self.storage_options,
         )
+        return self._reader
 
     def frame(self) -> Any:
         """The input as a lazy dask frame (built once)."""
@@ -273,7 +327,9 @@ class DedupInput:
                         fs, p = get_fs(path, self.storage_options)
                         info = fs.info(p)
                         stamp = info.get("mtime") or info.get("ETag") or info.get("LastModified")
-                        rows.append((path, info.get("size"), str(stamp), spec.start, spec.end))
+                        rows.append(
+                            (spec.index, path, info.get("size"), str(stamp), spec.start, spec.end)
+                        )
                 self._fingerprint = tokenize(
                     rows, self.input_format, self.text_column, self.id_column
                 )

@@ -107,6 +107,9 @@ def removed_meta(id_dtype: Any) -> pd.DataFrame:
 def remove_documents(df: Any, removed_uids: Any) -> Any:
     """``df`` without the documents in ``removed_uids`` (dask frame ``_uid``); lazy.
 
+    ``df`` is the input (partition ``i`` holds uids ``i << 32 | row``), or documents a step
+    kept with their ``_uid`` column, one partition per input partition.
+
     The removed uids are routed to the partition they came from (``uid >> 32``) by a
     range shuffle, then each input partition drops its own: no broadcast of the id list.
     """
@@ -114,12 +117,16 @@ def remove_documents(df: Any, removed_uids: Any) -> Any:
     rm = removed_uids.assign(_part=removed_uids["_uid"] // (1 << UID_SHIFT))
     rm = rm.set_index("_part", divisions=[*list(range(n)), n], sort=True)
 
+    stored = "_uid" in df.columns  # documents kept by a step with their uid
+
     def _drop(part: pd.DataFrame, gone: pd.DataFrame, partition_info: dict | None = None):
-        part = with_uid(part, partition_info)
+        if not stored:
+            part = with_uid(part, partition_info)
         keep = ~part["_uid"].isin(gone["_uid"].to_numpy())
         return part[keep.to_numpy()].drop(columns="_uid")
 
-    return df.map_partitions(_drop, rm, meta=df._meta, align_dataframes=False)
+    meta = df._meta.drop(columns="_uid") if stored else df._meta
+    return df.map_partitions(_drop, rm, meta=meta, align_dataframes=False)
 
 
 def scheduler_for(client: Any = None) -> Any:
@@ -179,6 +186,7 @@ class DedupWorkflow:
         work_dir: str,
         details: dict[str, Any] | None = None,
         stats: dict[str, Any] | None = None,
+        documents_frame: Any = None,
     ) -> DedupResult:
         """Write the outputs from the lazy ``members`` frame (``id, group, _uid, removed``).
 
@@ -186,7 +194,8 @@ class DedupWorkflow:
         ``<output>/duplicate_groups/`` (``id, group``: every member, when
         ``duplicate_groups``), ``<output>/deduplicated/`` (``perform_removal``) and
         ``<output>/.curator/_quarantine/``; each directory is published whole (temporary
-        name, rename, ``.curator/_SUCCESS``).
+        name, rename, ``.curator/_SUCCESS``). The removal reads ``documents_frame`` (the
+        documents a step kept, see :func:`remove_documents`) instead of the input when given.
         """
         so, r = run.storage_options, run.reporter
         with r.step("output"):
@@ -205,7 +214,8 @@ class DedupWorkflow:
                     allm[["id", "group"]], run.output_path, "duplicate_groups", r, so
                 )
             if getattr(self, "perform_removal", False):
-                kept = remove_documents(run.input.frame(), removed[["_uid"]])
+                docs = run.input.frame() if documents_frame is None else documents_frame
+                kept = remove_documents(docs, removed[["_uid"]])
                 paths["deduplicated"], _ = publish(kept, run.output_path, "deduplicated", r, so)
             qdir, n_quarantined = copy_quarantine(run.input.quarantine_path, run.output_path, so)
             if qdir is not None:

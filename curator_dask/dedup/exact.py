@@ -19,9 +19,13 @@ from curator_dask.dedup._base import (
     DedupResult,
     get_fs,
     join,
+    layout,
+    parquet_files,
     read_parquet_dir,
+    read_parts,
     remove_tree,
     write_frame,
+    write_parquet_atomic,
 )
 from curator_dask.dedup._common import (
     DedupWorkflow,
@@ -103,14 +107,25 @@ def hash_texts(text: pd.Series, method: str = "md5") -> np.ndarray:
 
 
 def _hash_part(
-    part: Any, text_column: str, id_column: str, method: str, partition_info: dict | None = None
+    part: Any,
+    text_column: str,
+    id_column: str,
+    method: str,
+    docs_dir: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    partition_info: dict | None = None,
 ) -> pd.DataFrame:
     part = _backend.to_pandas(part)
     h = hash_texts(part[text_column], method)
     out = pd.DataFrame(
         {"id": part[id_column].to_numpy(), "_h0": h[:, 0], "_h1": h[:, 1]},
     ).astype({"id": part[id_column].dtype})
-    return with_uid(out, partition_info)
+    out = with_uid(out, partition_info)
+    if docs_dir is not None:  # the documents, for the removal (the input is read once)
+        i = (partition_info or {}).get("number", 0)
+        docs = part.assign(_uid=out["_uid"].to_numpy())
+        write_parquet_atomic(docs, layout(docs_dir).part_path(i), storage_options)
+    return out
 
 
 def _groups_part(part: pd.DataFrame, keep: str) -> pd.DataFrame:
@@ -146,13 +161,19 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         if self.keep not in ("first", "last"):
             raise ValueError(f"keep must be 'first' or 'last', got {self.keep!r}")
 
-    def hashes(self, df: Any) -> Any:
-        """The lazy frame ``id, _h0, _h1, _uid``: each document's 128-bit text hash."""
+    def hashes(self, df: Any, docs_dir: str | None = None) -> Any:
+        """The lazy frame ``id, _h0, _h1, _uid``: each document's 128-bit text hash.
+
+        With ``docs_dir`` each partition's documents (with ``_uid``) are also written there,
+        as ``part-<i>.parquet``, as a side effect of computing the hashes.
+        """
         return df.map_partitions(
             _hash_part,
             self.text_column,
             self.id_column,
             self.hash_method,
+            docs_dir,
+            self.storage_options if docs_dir else None,
             meta=pd.DataFrame(
                 {
                     "id": pd.Series([], dtype=df._meta[self.id_column].dtype),
@@ -191,11 +212,21 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         so = run.storage_options
         run.input.quarantine_path = join(run.work_path, "quarantine")
         hdir = join(run.work_path, "hashes")
+        # the removal reads the documents kept by the hash pass, not the input again
+        ddir = join(run.work_path, "docs") if self.perform_removal and run.input.paths else None
         with run.reporter.step("hash"):
             df = run.input.frame()
-            n_docs = write_frame(self.hashes(df), hdir, run.reporter, "hash", so)
+            if ddir is not None:
+                remove_tree(ddir, so)
+            n_docs = write_frame(self.hashes(df, ddir), hdir, run.reporter, "hash", so)
         hashed = read_parquet_dir(hdir, so, self.hashes(df)._meta)
-        result = self._finish(run, self.members(hashed), n_docs, run.work_path)
+        docs = None
+        if ddir is not None:
+            meta = df._meta.assign(_uid=pd.Series([], dtype="int64"))
+            docs = read_parts(parquet_files(ddir, so), meta, so)
+        result = self._finish(
+            run, self.members(hashed), n_docs, run.work_path, documents_frame=docs
+        )
         remove_tree(run.work_path, so)
         fs, parent = get_fs(run.work_path.rsplit("/", 1)[0], so)
         if fs.isdir(parent) and not fs.ls(parent):

@@ -27,10 +27,11 @@ from curator_dask import _backend, config
 from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
-    count_rows,
     join,
     parquet_files,
     read_parquet_dir,
+    read_parts,
+    rows_per_file,
     write_frame,
     write_parquet_atomic,
 )
@@ -57,7 +58,7 @@ from curator_dask.dedup.minhash import (
     shingle_hashes,
     unique_shingles,
 )
-from curator_dask.dedup.planner import cluster_memory, plan_lsh
+from curator_dask.dedup.planner import plan_lsh
 
 _KEEP = ("first", "longest")
 
@@ -79,19 +80,26 @@ class _SigParams:
     id_column: str
 
 
-def _minhash_partition(
-    part: Any,
-    index: int,
-    p: _SigParams,
-    path: str,
-    device: str = "auto",
-    storage_options: dict[str, Any] | None = None,
-) -> int:
-    gpu = device == "gpu" or (device == "auto" and not isinstance(part, pd.DataFrame))
-    pdf = _backend.to_pandas(part[[p.id_column, p.text_column]])
-    text = pdf[p.text_column]
+#: Text bytes (characters) signed at once: the shingle hashes and signatures of a chunk are a
+#: few times this, so a partition's working set is its frame plus a bounded scratch space.
+CHUNK_CHARS = 8 * 2**20
+
+
+def _chunks(n_chars: np.ndarray, limit: int = CHUNK_CHARS) -> list[tuple[int, int]]:
+    """Row ranges of at most ``limit`` characters each (at least one row each)."""
+    cum = np.cumsum(n_chars)
+    bounds, start = [], 0
+    while start < len(cum):
+        before = cum[start - 1] if start else 0
+        end = max(int(np.searchsorted(cum, before + limit, side="right")), start + 1)
+        bounds.append((start, end))
+        start = end
+    return bounds or [(0, 0)]
+
+
+def _sign_chunk(text: pd.Series, p: _SigParams, perms: np.ndarray, gpu: bool) -> tuple:
+    """``(band hashes, shingle counts)`` of one chunk of texts."""
     hashes, offsets = shingle_hashes(text, p.ngram, p.kind, p.normalization)
-    perms = minhash_permutations(p.num_bands * p.minhashes_per_band, p.seed, p.use_64_bit_hash)
     if gpu:  # the permutation-min step on the GPU; shingling stayed on the host
         import cupy
 
@@ -105,13 +113,39 @@ def _minhash_partition(
         )
     else:
         sig = minhash_signatures(hashes, offsets, perms, p.use_64_bit_hash)
-    bands = band_hashes(sig, p.num_bands, p.minhashes_per_band)
+    return band_hashes(sig, p.num_bands, p.minhashes_per_band), np.diff(offsets)
+
+
+def _minhash_partition(
+    part: Any,
+    index: int,
+    p: _SigParams,
+    path: str,
+    device: str = "auto",
+    storage_options: dict[str, Any] | None = None,
+    docs_path: str | None = None,
+) -> int:
+    """Sign one input partition in chunks of :data:`CHUNK_CHARS` and write its band hashes
+    to ``path``; with ``docs_path`` also the documents themselves (with ``_uid``), so that
+    later steps read the step cache instead of the input again."""
+    gpu = device == "gpu" or (device == "auto" and not isinstance(part, pd.DataFrame))
+    pdf = _backend.to_pandas(part if docs_path else part[[p.id_column, p.text_column]])
     n = len(pdf)
+    uid = (np.int64(index) << UID_SHIFT) + np.arange(n, dtype=np.int64)
+    if docs_path is not None:
+        write_parquet_atomic(pdf.assign(_uid=uid), docs_path, storage_options)
+    text = pdf[p.text_column]
+    n_chars = text.str.len().fillna(0).to_numpy(np.int64)
+    perms = minhash_permutations(p.num_bands * p.minhashes_per_band, p.seed, p.use_64_bit_hash)
+    bands = np.empty((n, p.num_bands), dtype=np.int64)
+    n_shingles = np.empty(n, dtype=np.int64)
+    for a, b in _chunks(n_chars):
+        bands[a:b], n_shingles[a:b] = _sign_chunk(text.iloc[a:b], p, perms, gpu)
     cols: dict[str, Any] = {
-        "_uid": (np.int64(index) << UID_SHIFT) + np.arange(n, dtype=np.int64),
+        "_uid": uid,
         "id": pdf[p.id_column].to_numpy(),
-        "n_chars": text.str.len().fillna(0).to_numpy(np.int64),
-        "n_shingles": np.diff(offsets).astype(np.int64),
+        "n_chars": n_chars,
+        "n_shingles": n_shingles,
     }
     for k in range(p.num_bands):
         cols[_band_col(k)] = bands[:, k]
@@ -164,7 +198,9 @@ def _candidate_sets(
 ) -> pd.DataFrame:
     """Each candidate's sorted distinct shingle hashes (uint64 bytes), computed once per
     document here, where its text is, instead of once per bucket it falls in."""
-    part = with_uid(_backend.to_pandas(part[[text_column]]), partition_info)
+    part = _backend.to_pandas(part)
+    if "_uid" not in part.columns:  # the input frame itself (a dask frame input)
+        part = with_uid(part[[text_column]], partition_info)
     hit = part["_uid"].isin(cand["uid"].to_numpy()).to_numpy()
     text = part[text_column][hit]
     hashes, offsets = shingle_hashes(text, ngram, kind, normalization)
@@ -291,40 +327,74 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         return self._run().input.frame()
 
     # -- step 1 -------------------------------------------------------------------------
+    def _keeps_documents(self) -> bool:
+        """Whether the MinHash step also writes the documents to the cache, so that the
+        candidate check and the removal read them there instead of the input again."""
+        return bool(self.false_positive_check or self.perform_removal) and (
+            self._run().input.paths is not None
+        )
+
     def compute_minhashes(self) -> str:
-        """Step 1: write one Parquet file of band hashes per input partition; resumable."""
+        """Step 1: write one Parquet file of band hashes per input partition; resumable.
+
+        When the candidate check or the removal needs the texts later, each partition's
+        documents are written to the cache's ``docs/`` in the same pass (the input is read
+        once per run).
+        """
         run = self._run()
         so = self.storage_options
         out = join(run.steps.root, "minhash")
+        docs_dir = join(run.steps.root, "docs") if self._keeps_documents() else None
         if run.steps.is_done(out):
-            self.stats["minhash_partitions_computed"] = 0
-            return out
+            if docs_dir is None or run.steps.read_done(out).get("docs"):
+                self.stats["minhash_partitions_computed"] = 0
+                return out
+            run.steps.clear(out)  # made without the documents, which are needed now
         df = self._input()
         parts = df.to_delayed()
         p = self._sig_params
-        paths = [join(out, f"part-{i:05d}.parquet") for i in range(len(parts))]
+        todo_all = range(len(parts))
+        paths = [join(out, f"part-{i:05d}.parquet") for i in todo_all]
+        docs = [join(docs_dir, f"part-{i:05d}.parquet") if docs_dir else None for i in todo_all]
         have = set(parquet_files(out, so))
+        if docs_dir is not None:  # a partition is done when both of its files are
+            have &= {join(out, f.rsplit("/", 1)[-1]) for f in parquet_files(docs_dir, so)}
         todo = [i for i in range(len(parts)) if paths[i] not in have]
         # where signatures are computed changes speed, not results: config, not a parameter
         device = str(config.get("dedup.minhash-device", "auto"))
         if device not in ("auto", "cpu", "gpu"):
             raise ValueError(f"curator.dedup.minhash-device must be auto|cpu|gpu, got {device!r}")
         tasks = [
-            dask.delayed(_minhash_partition)(parts[i], i, p, paths[i], device, so) for i in todo
+            dask.delayed(_minhash_partition)(parts[i], i, p, paths[i], device, so, docs[i])
+            for i in todo
         ]
         run.reporter.compute(tasks, "minhash")
-        docs = count_rows(paths, so)
+        rows = rows_per_file(paths, so)
         run.steps.mark_done(
             out,
             {
                 "partitions": len(parts),
-                "documents": int(docs),
+                "documents": int(sum(rows)),
+                "max_partition_documents": int(max(rows, default=0)),
+                "docs": docs_dir is not None,
                 "input": run.input.describe(),
                 "params": p.__dict__,
             },
         )
         self.stats["minhash_partitions_computed"] = len(todo)
         return out
+
+    def _documents(self, columns: list[str] | None = None) -> Any:
+        """The input documents: from the cache's ``docs/`` when the MinHash step wrote them
+        (with ``_uid``; one partition per file, in input order), else the input frame."""
+        if not self._keeps_documents():
+            df = self._input()
+            return df if columns is None else df[columns]
+        docs_dir = join(self.cache_dir(), "docs")
+        meta = self._input()._meta.assign(_uid=pd.Series([], dtype="int64"))
+        files = parquet_files(docs_dir, self.storage_options)
+        cols = None if columns is None else [*columns, "_uid"]
+        return read_parts(files, meta, self.storage_options, cols)
 
     def _minhash_files(self) -> list[str]:
         return parquet_files(join(self.cache_dir(), "minhash"), self.storage_options)
@@ -340,8 +410,17 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             return int(configured)
         key = (num_docs, self.bands()[0])
         if self._plan_key != key:  # planned once per run (and warned once)
-            n_workers, memory = cluster_memory(self.client)
-            plan = plan_lsh(num_docs, self.bands()[0], n_workers, memory)
+            n_workers, memory, threads = config.worker_resources(self.client)
+            per_part = None
+            if shuffle_method(self.client) == "p2p":  # spills: memory per partition in flight
+                sig_dir = join(self.cache_dir(), "minhash")
+                steps = self._run().steps
+                done = steps.read_done(sig_dir) if steps.is_done(sig_dir) else {}
+                per_part = int(done.get("max_partition_documents") or num_docs)
+            plan = plan_lsh(
+                num_docs, self.bands()[0], max(1, n_workers), memory,
+                docs_per_partition=per_part, threads_per_worker=threads,
+            )  # fmt: skip
             self.stats["plan"] = plan.to_dict()
             self._plan_key = key
         return int(self.stats["plan"]["bands_per_iteration"])
@@ -425,7 +504,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             .shuffle(on="bucket", method=method)
             .map_partitions(lambda p: p.drop_duplicates(), meta=bmeta)
         )
-        df = self._input()
+        df = self._documents([self.text_column])
         n = df.npartitions
         cand = members[["uid"]].map_partitions(
             _candidate_uids,
@@ -539,4 +618,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             "cache_dir": self.cache_dir(),
         }
         work = run.steps.dir("output", comp_dir, self.keep)
-        return self._finish(run, self.members(labels), num_docs, work, details, self.stats)
+        docs = self._documents() if self.perform_removal else None
+        return self._finish(
+            run, self.members(labels), num_docs, work, details, self.stats, documents_frame=docs
+        )

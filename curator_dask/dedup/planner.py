@@ -7,20 +7,32 @@ columns read for the group. Per document and band that is about
 
     bytes_per_doc_band = SHUFFLE_COPIES * 16 + 8
 
-and the peak of one pass over ``n`` documents, spread over ``w`` workers, is
+With a shuffle that spills to disk (dask's p2p, the default with a distributed client) a
+worker holds only the partitions its threads work on: the rows of one input partition on
+the way out, one output partition on the way in (the shuffle keeps the number of
+partitions). Its peak is then
 
-    peak_per_worker = n * bytes_per_doc_band * bands_per_iteration / w + BASE_WORKER_BYTES
+    peak_per_worker = threads * docs_per_partition * bytes_per_doc_band * bands_per_iteration
+                      + P2P_BUFFER + BASE_WORKER_BYTES
 
-(equivalently ``n * mem_per_doc * bands_per_iteration / num_bands`` with
-``mem_per_doc = bytes_per_doc_band * num_bands``, the "8 bytes x num_hashes + overhead" rule of
-thumb). :func:`plan_lsh` picks the largest ``bands_per_iteration`` whose peak fits in
-``memory_fraction`` (``curator.dedup.memory-fraction``) of a worker's memory limit.
+which does not grow with the corpus: the readers' default blocksize
+(:func:`curator_dask.config.default_blocksize`) keeps ``docs_per_partition`` fixed. With the
+in-memory ``tasks`` shuffle (no distributed client) the whole pass is in memory at once:
+
+    peak_per_worker = num_docs * bytes_per_doc_band * bands_per_iteration / n_workers
+                      + BASE_WORKER_BYTES
+
+(the "8 bytes x num_hashes + overhead" rule of thumb per document). :func:`plan_lsh` picks
+the largest ``bands_per_iteration`` whose peak fits in ``memory_fraction``
+(``curator.dedup.memory-fraction``) of a worker's memory limit.
 
 Examples
 --------
 >>> plan = plan_lsh(num_docs=100_000_000, num_bands=20, n_workers=4, worker_memory=8 * 2**30)
 >>> plan.bands_per_iteration
 2
+>>> plan_lsh(100_000_000, 20, 4, 8 * 2**30, docs_per_partition=100_000).bands_per_iteration
+20
 """
 
 from __future__ import annotations
@@ -34,8 +46,10 @@ from curator_dask.monitoring.checks import CuratorWarning
 
 SHUFFLE_COPIES = 4
 ROW_BYTES = 16
-# an idle dask worker process with pandas, pyarrow and numba loaded (measured: 450-500 MB)
-BASE_WORKER_BYTES = 480 * 2**20
+#: An idle worker process (pandas, pyarrow and numba loaded): the budget is what is above it.
+BASE_WORKER_BYTES = config.BASE_WORKER_BYTES
+#: What a p2p shuffle buffers in memory on a worker before it spills to disk.
+P2P_BUFFER = 100 * 2**20
 
 
 @dataclass(frozen=True)
@@ -58,12 +72,25 @@ def bytes_per_doc_band() -> int:
     return SHUFFLE_COPIES * ROW_BYTES + 8
 
 
-def estimate_peak(num_docs: int, bands_per_iteration: int, n_workers: int = 1) -> int:
-    """Estimated peak bytes per worker of one LSH pass."""
-    n_workers = max(1, n_workers)
-    return int(num_docs * bytes_per_doc_band() * bands_per_iteration / n_workers) + (
-        BASE_WORKER_BYTES
-    )
+def estimate_peak(
+    num_docs: int,
+    bands_per_iteration: int,
+    n_workers: int = 1,
+    *,
+    docs_per_partition: int | None = None,
+    threads_per_worker: int = 1,
+) -> int:
+    """Estimated peak bytes per worker of one LSH pass (see the module docstring).
+
+    With ``docs_per_partition`` (a shuffle that spills), the peak of the partitions a
+    worker's threads hold; without, the whole pass spread over ``n_workers``.
+    """
+    held: float = num_docs / max(1, n_workers)
+    extra = 0
+    if docs_per_partition is not None:
+        held = max(1, threads_per_worker) * min(docs_per_partition, num_docs)
+        extra = P2P_BUFFER
+    return int(held * bytes_per_doc_band() * bands_per_iteration) + extra + BASE_WORKER_BYTES
 
 
 def plan_lsh(
@@ -72,6 +99,9 @@ def plan_lsh(
     n_workers: int = 1,
     worker_memory: int | None = None,
     memory_fraction: float | None = None,
+    *,
+    docs_per_partition: int | None = None,
+    threads_per_worker: int = 1,
 ) -> LSHPlan:
     """Choose ``bands_per_iteration`` so that one LSH pass fits in worker memory.
 
@@ -87,6 +117,11 @@ def plan_lsh(
         Memory limit of one worker in bytes; default: this machine's memory / ``n_workers``.
     memory_fraction : float, optional
         Share of a worker's memory one pass may use; default ``curator.dedup.memory-fraction``.
+    docs_per_partition : int, optional
+        Documents in the largest MinHash partition, when the shuffle spills to disk (p2p):
+        the peak is then per partition in flight, not per corpus.
+    threads_per_worker : int
+        Partitions a worker works on at once (with ``docs_per_partition``).
     """
     if worker_memory is None:
         import psutil
@@ -95,10 +130,18 @@ def plan_lsh(
     if memory_fraction is None:
         memory_fraction = float(config.get("dedup.memory-fraction", 0.5))
     budget = int(worker_memory * memory_fraction)
-    per_band = max(1, estimate_peak(num_docs, 1, n_workers) - BASE_WORKER_BYTES)
-    fit = (budget - BASE_WORKER_BYTES) // per_band
+
+    def peak_of(bpi: int) -> int:
+        return estimate_peak(
+            num_docs, bpi, n_workers,
+            docs_per_partition=docs_per_partition, threads_per_worker=threads_per_worker,
+        )  # fmt: skip
+
+    fixed = peak_of(0)
+    per_band = max(1, peak_of(1) - fixed)
+    fit = (budget - fixed) // per_band
     bpi = int(max(1, min(num_bands, fit)))
-    peak = estimate_peak(num_docs, bpi, n_workers)
+    peak = peak_of(bpi)
     if peak > worker_memory:
         # Only a plan that exceeds the memory limit itself is worth a warning (the budget is a
         # safety margin). Raised without a source line: the message says what to change.
@@ -121,15 +164,5 @@ def plan_lsh(
 
 def cluster_memory(client: Any = None) -> tuple[int, int | None]:
     """``(n_workers, memory_limit per worker)`` of ``client``, or ``(1, None)`` locally."""
-    if client is None:
-        try:
-            from distributed import default_client
-
-            client = default_client()
-        except (ImportError, ValueError):
-            return 1, None
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    if not workers:
-        return 1, None
-    limits = [w.get("memory_limit") or 0 for w in workers.values()]
-    return len(workers), (min(limits) or None)
+    n, limit, _ = config.worker_resources(client)
+    return max(1, n), limit

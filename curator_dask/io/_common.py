@@ -384,7 +384,9 @@ def check_partitioning(blocksize: int | str | None, files_per_partition: int | N
         if int(files_per_partition) < 1:
             raise ValueError(f"files_per_partition must be >= 1, got {files_per_partition}")
         return None
-    return to_bytes(blocksize if blocksize is not None else config.get("io.blocksize"))
+    # None: the default is chosen on the client when the partitions are listed
+    # (config.default_blocksize: from the workers' memory limit when there is a client)
+    return to_bytes(blocksize)
 
 
 def check_on_error(on_error: str) -> None:
@@ -507,7 +509,7 @@ class FileReader(Reader):
         files = list_files(self.paths, self.suffixes, self.storage_options)
         # Resolved here, on the client, from the whole listing; travels with the reader.
         self._id_names = id_names([f.path for f in files])
-        bs = self._blocksize
+        bs = self._resolve_blocksize()
         specs = group_files(
             files,
             bs,
@@ -582,7 +584,18 @@ class FileReader(Reader):
     @property
     def partition_bytes(self) -> int | None:
         """The blocksize in bytes (None with ``files_per_partition``)."""
-        return self._blocksize
+        if self.files_per_partition is not None:
+            return None
+        return getattr(self, "_resolved_blocksize", None) or self._resolve_blocksize()
+
+    def _resolve_blocksize(self) -> int | None:
+        """The given blocksize, else :func:`curator_dask.config.default_blocksize` for this
+        format's expansion (decided on the client each time the partitions are listed)."""
+        if self.files_per_partition is not None:
+            return None
+        bs = self._blocksize or config.default_blocksize(expansion=self.expansion)
+        self._resolved_blocksize = bs
+        return bs
 
     def to_dask(self) -> Any:
         """Return a lazy dask dataframe with one partition per :meth:`partitions` entry.

@@ -133,3 +133,19 @@ def test_semantic_dedup_command(tmp_path, capsys):
     assert "documents read: 4" in capsys.readouterr().out
     got = pd.read_parquet(tmp_path / "o" / "removed_ids")
     assert got.to_dict("records") == [{"id": "d2", "group": "d0"}]
+
+
+def test_planner_with_a_spilling_shuffle_does_not_grow_with_the_corpus():
+    gib = 2**30
+    plans = [
+        plan_lsh(n, 30, n_workers=2, worker_memory=2 * gib, docs_per_partition=120_000)
+        for n in (400_000, 6_400_000, 1_000_000_000)
+    ]
+    assert len({(p.bands_per_iteration, p.estimated_peak_per_worker) for p in plans}) == 1
+    assert plans[0].estimated_peak_per_worker <= plans[0].budget_per_worker
+    # in memory (no spilling), the same corpus sizes need ever fewer bands per pass
+    in_memory = [plan_lsh(n, 30, 2, 2 * gib).bands_per_iteration for n in (400_000, 6_400_000)]
+    assert in_memory[1] < in_memory[0]
+    # twice the threads hold twice the partitions
+    two = plan_lsh(10**9, 30, 2, 2 * gib, docs_per_partition=120_000, threads_per_worker=2)
+    assert two.bands_per_iteration < plans[0].bands_per_iteration
