@@ -1,21 +1,30 @@
 """Peak memory of the default heuristic filter set on one partition, against its size.
 
-Usage: ``python bench/bench_filters_memory.py [--sizes-mb 64 256] [--peer-mb 16] [--out FILE]``
+Usage: ``python bench/bench_filters_memory.py [--sizes-mb 64 256 1024] [--peer-mb 16] [--out FILE]``
 
 For every size, a fresh process builds one pandas partition of that many bytes of text
 (the shipped sample's documents repeated, each copy made distinct so nothing is a
 duplicate), then runs the 28 filters over it as a pipeline would (each filter sees the
-survivors of the previous one), single thread. A sampling thread reads the process's
-resident memory every 2 ms; the table shows the peak above the memory held before the
-partition was built, as a multiple of the partition's bytes (the text column's Arrow
-buffers). The peer is the vectorised kernels the fused ones replaced, at ``--peer-mb``
-(they take minutes per 64 MB). Prints a table and writes JSON.
+survivors of the previous one), single thread, in two ways:
+
+- *chain*: each filter's input is released once its output exists, as in the streaming
+  executor's chain of tasks (dask drops a task's input when its only dependent is done);
+- *held*: the partition stays referenced until the end (a caller holding the input).
+
+The process runs with ``MALLOC_TRIM_THRESHOLD_=65536``, the setting dask's nanny gives
+every worker (``distributed.nanny.pre-spawn-environ``), and Arrow on the system allocator,
+so resident memory follows what is live. A sampling thread reads the process's resident
+memory every 2 ms; the table shows the peak above the memory held before the partition
+was built, as a multiple of the partition's bytes (the text column's Arrow buffers): the
+partition itself counts 1. The peer is the vectorised kernels the fused ones replaced, at
+``--peer-mb`` (they take minutes per 64 MB). Prints a table and writes JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -25,7 +34,7 @@ from pathlib import Path
 SAMPLE = Path(__file__).resolve().parent.parent / "curator_dask" / "data" / "sample.jsonl.gz"
 
 
-def _child(size_mb: float, fused: bool) -> dict:
+def _child(size_mb: float, fused: bool, held: bool) -> dict:
     import gc
 
     import pandas as pd
@@ -74,6 +83,9 @@ def _child(size_mb: float, fused: bool) -> dict:
     sampler.start()
     t0 = time.perf_counter()
     p = part
+    documents = len(part)
+    if not held:
+        del part
     for f in heuristic_filters():
         p = f.process(p)
     seconds = time.perf_counter() - t0
@@ -81,7 +93,8 @@ def _child(size_mb: float, fused: bool) -> dict:
     sampler.join()
     return {
         "kernels": "fused" if fused else "vectorised",
-        "documents": len(part),
+        "input": "held" if held else "chain",
+        "documents": documents,
         "partition_mb": part_bytes / 1e6,
         "loaded_over_partition": (loaded - before) / part_bytes,
         "peak_over_partition": (peak - before) / part_bytes,
@@ -94,29 +107,37 @@ def _child(size_mb: float, fused: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes-mb", type=float, nargs="+", default=[64, 256])
+    ap.add_argument("--held-max-mb", type=float, default=256, help="held runs up to this size")
     ap.add_argument("--peer-mb", type=float, default=16)
     ap.add_argument("--out", default="bench_filters_memory.json")
-    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        size, fused = float(args.child[0]), args.child[1] == "fused"
-        print(json.dumps(_child(size, fused)))
+        size, fused, held = float(args.child[0]), args.child[1] == "fused", args.child[2] == "held"
+        print(json.dumps(_child(size, fused, held)))
         return
-    runs = [(s, "fused") for s in args.sizes_mb]
+    runs = []
+    for s in args.sizes_mb:
+        runs.append((s, "fused", "chain"))
+        if s <= args.held_max_mb:
+            runs.append((s, "fused", "held"))
     if args.peer_mb:
-        runs = [(args.peer_mb, "vectorised"), (args.peer_mb, "fused"), *runs]
+        runs = [(args.peer_mb, "vectorised", "chain"), (args.peer_mb, "fused", "chain"), *runs]
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}
     rows = []
-    for size, kind in runs:
+    for size, kind, input_mode in runs:
         out = subprocess.run(
-            [sys.executable, __file__, "--child", str(size), kind],
+            [sys.executable, __file__, "--child", str(size), kind, input_mode],
             check=True,
             capture_output=True,
             text=True,
+            env=env,
         ).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         r = rows[-1]
         print(
-            f"{r['kernels']:>10s} {r['partition_mb']:8.1f} MB  {r['documents']:8d} docs  "
+            f"{r['kernels']:>10s} {r['input']:>5s} {r['partition_mb']:8.1f} MB  "
+            f"{r['documents']:8d} docs  "
             f"peak {r['peak_mb_above_start']:8.0f} MB = {r['peak_over_partition']:5.2f}x "
             f"the partition  ({r['seconds']:.1f} s)",
             flush=True,

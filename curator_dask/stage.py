@@ -437,7 +437,10 @@ class Filter(ProcessingStage):
             mask = ~mask
         if self.score_only:
             return part.assign(**{f"{self.stage_name}_keep": mask})
-        return part[mask]
+        # Imported here: the string kit loads numba, which a stage without text need not.
+        from curator_dask.text import filter_rows
+
+        return filter_rows(part, mask)
 
 
 @dataclass(kw_only=True)

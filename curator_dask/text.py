@@ -507,3 +507,71 @@ def word_list_counts(text: Any, words: Iterable[str], strip_chars: str) -> pd.Se
 
     key = ("words", tuple(sorted(words)), strip_chars)
     return cached_measures(text, key, compute)["count"]
+
+
+# -- keeping rows without a transient second copy ------------------------------------------
+def _gather_chunk(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """Strings ``rows`` of one Arrow string array, copied into buffers of the exact size."""
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], width)[arr.offset : arr.offset + len(arr) + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    new_offsets, new_data = K.gather_strings(offsets, data, rows)
+    bitmap, nulls = None, 0
+    if arr.null_count:
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)[rows]
+        nulls = int(len(rows) - valid.sum())
+        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    buffers = [bitmap, pa.py_buffer(new_offsets.astype(width, copy=False)), pa.py_buffer(new_data)]
+    return pa.Array.from_buffers(arr.type, len(rows), buffers, null_count=nulls)
+
+
+def _gather_column(values: Any, rows: np.ndarray, index: Any) -> pd.Series:
+    chunks = values.array._pa_array
+    if isinstance(chunks, pa.Array):
+        chunks = pa.chunked_array([chunks])
+    pieces, start = [], 0
+    for chunk in chunks.chunks:
+        lo, hi = np.searchsorted(rows, [start, start + len(chunk)])
+        if hi > lo:
+            pieces.append(_gather_chunk(chunk, rows[lo:hi] - start))
+        start += len(chunk)
+    gathered = pa.chunked_array(pieces, type=chunks.type)
+    return pd.Series(gathered, dtype=values.dtype, index=index, name=values.name)
+
+
+def filter_rows(part: Any, keep: Any) -> Any:
+    """``part[keep]`` for a boolean ``keep``, holding at most the kept bytes on top of ``part``.
+
+    pandas' boolean indexing of an Arrow string column goes through Arrow's filter, whose
+    output buffer grows by doubling: on a large partition it briefly needs up to twice
+    the bytes it keeps. Here every Arrow string column is copied with one exact-size
+    allocation, and nothing is copied when every row is kept (``part`` itself is
+    returned). Other columns, frames and cudf go through ``part[keep]``.
+
+    Examples
+    --------
+    >>> part = pd.DataFrame({"text": pd.Series(["a", "b", "c"], dtype=STR_DTYPE), "n": [1, 2, 3]})
+    >>> filter_rows(part, pd.Series([True, False, True])).values.tolist()
+    [['a', 1], ['c', 3]]
+    """
+    if is_cudf(part) or not isinstance(part, pd.DataFrame) or not part.columns.is_unique:
+        return part[keep]
+    if isinstance(keep, pd.Series) and not (
+        keep.index is part.index or keep.index.equals(part.index)
+    ):
+        return part[keep]  # aligned on the index, as pandas does
+    mask = np.asarray(keep, dtype=bool)
+    if len(mask) and mask.all():
+        return part
+    strings = [c for c in part.columns if _is_arrow_string(part[c].dtype)]
+    if not strings:
+        return part[keep]
+    rows = np.flatnonzero(mask)
+    others = [i for i, c in enumerate(part.columns) if c not in strings]
+    out = part.iloc[rows, others]
+    for position, column in enumerate(part.columns):
+        if column in strings:
+            values = _gather_column(part[column], rows, out.index)
+            out.insert(position, column, values.array)
+    return out

@@ -43,4 +43,4 @@ class LengthRatioFilter(Filter):
             part = part.assign(**{col: score})
         if self.score_only:
             return part.assign(**{f"{self.stage_name}_keep": mask})
-        return part[mask]
+        return S.filter_rows(part, mask)
