@@ -317,25 +317,42 @@ def minhash_permutations(
     return ab
 
 
+_BLOCK = 8  # shingles per pass over the permutations
+
+
 @numba.njit(nogil=True, cache=True)
 def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
+    # Shingles go in blocks of _BLOCK with the permutation loop outside and the block loop
+    # unrolled inside: one load and store of the running minimum per block instead of per
+    # shingle, and LLVM vectorises over j. A short last block repeats its first shingle
+    # (a repeat does not change a minimum).
     n_docs = len(offsets) - 1
     k = len(a)
     sig = np.full((n_docs, k), U32_MAX, dtype=np.uint32)
     buf = np.empty(k, dtype=np.uint64)
+    xs = np.empty(_BLOCK, dtype=np.uint64)
     for i in range(n_docs):
+        start, end = offsets[i], offsets[i + 1]
+        if end == start:
+            continue
         for j in range(k):
             buf[j] = U64_MAX
-        for p in range(offsets[i], offsets[i + 1]):
-            h = hashes[p]
-            x = (h ^ (h >> _S32)) & np.uint64(0xFFFFFFFF)
+        p = start
+        while p < end:
+            nb = min(_BLOCK, end - p)
+            for q in range(nb):
+                h = hashes[p + q]
+                xs[q] = (h ^ (h >> _S32)) & np.uint64(0xFFFFFFFF)
+            for q in range(nb, _BLOCK):
+                xs[q] = xs[0]
             for j in range(k):
-                v = (a[j] * x + b[j]) >> _S32
-                if v < buf[j]:
-                    buf[j] = v
-        if offsets[i + 1] > offsets[i]:
-            for j in range(k):
-                sig[i, j] = np.uint32(buf[j])
+                m = buf[j]
+                for q in range(_BLOCK):
+                    m = min(m, (a[j] * xs[q] + b[j]) >> _S32)
+                buf[j] = m
+            p += nb
+        for j in range(k):
+            sig[i, j] = np.uint32(buf[j])
     return sig
 
 

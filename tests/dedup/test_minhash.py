@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 
@@ -106,3 +107,40 @@ def test_bad_arguments():
         shingle_hashes(pd.Series(["a"]), 2, "line")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ngram"):
         shingle_hashes(pd.Series(["a"]), 0)
+
+
+def ref_minhash(hashes, offsets, perms, use_64):
+    """Permutation-min in plain numpy (uint64 arithmetic wraps mod 2**64, as the kernels)."""
+    a, b = perms
+    out = []
+    with np.errstate(over="ignore"):
+        for s, e in itertools.pairwise(offsets):
+            h = hashes[s:e]
+            if use_64:
+                from curator_dask.dedup.minhash import _fmix64_array
+
+                v = np.stack([_fmix64_array(h ^ sj) for sj in b], axis=1)
+                empty = np.full(len(b), np.iinfo(np.uint64).max, dtype=np.uint64)
+            else:
+                x = (h ^ (h >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+                v = (a[None, :] * x[:, None] + b[None, :]) >> np.uint64(32)
+                empty = np.full(len(b), np.iinfo(np.uint32).max, dtype=np.uint64)
+            out.append(v.min(axis=0) if len(h) else empty)
+    return np.array(out, dtype=np.uint64 if use_64 else np.uint32)
+
+
+@pytest.mark.parametrize("use_64", [False, True])
+@pytest.mark.parametrize("num_hashes", [1, 7, 64, 260])
+def test_kernel_equals_numpy_reference(use_64, num_hashes):
+    rng = np.random.default_rng(num_hashes)
+    # lengths around the kernel's block of 8 shingles, empty documents included
+    lengths = np.array([0, 1, 7, 8, 9, 15, 16, 17, 0, 3, 200, 1])
+    lengths = np.concatenate([lengths, rng.integers(0, 60, size=40)])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    hashes = rng.integers(0, 2**64 - 1, size=offsets[-1], dtype=np.uint64, endpoint=True)
+    hashes[::5] = hashes[0]  # repeated shingles within and across documents
+    perms = minhash_permutations(num_hashes, seed=3, use_64_bit_hash=use_64)
+    sig = minhash_signatures(hashes, offsets, perms, use_64)
+    ref = ref_minhash(hashes, offsets, perms, use_64)
+    assert sig.dtype == ref.dtype
+    np.testing.assert_array_equal(sig, ref)
