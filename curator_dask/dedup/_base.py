@@ -153,13 +153,16 @@ def read_parquet_dir(
     meta: pd.DataFrame,
     columns: list[str] | None = None,
 ) -> Any:
-    """A lazy frame over the part files of ``directory`` (one empty partition if none)."""
+    """A lazy frame over the part files of ``directory``, one partition per file, typed as
+    ``meta`` (one empty partition if none). A step's partitions stay the size it wrote them
+    (``dd.read_parquet`` would join small files into larger partitions). With files, the
+    types are those of the first file's schema, as ``dd.read_parquet`` gives them."""
     files = parquet_files(directory, storage_options)
-    if columns is not None:
-        meta = meta[columns]
-    if not files:
-        return dd.from_pandas(meta, npartitions=1)
-    return dd.read_parquet(files, columns=columns, storage_options=storage_options)
+    if files:
+        fs, p = get_fs(files[0], storage_options)
+        with fs.open(p, "rb") as fh:
+            meta = pq.read_schema(fh).empty_table().to_pandas()
+    return read_parts(files, meta, storage_options, columns)
 
 
 def remove_tree(path: str, storage_options: dict[str, Any] | None) -> None:

@@ -3,7 +3,9 @@
 Two paths, same result (every vertex labelled with the smallest vertex of its component):
 
 - in memory: when the edge list has at most ``curator.dedup.components-in-memory-max-edges``
-  rows it is collected and solved with a union-find (numba, a core dependency: no scipy);
+  rows it is collected on the client and solved with a union-find (numba, a core dependency:
+  no scipy), and the labels go back to the workers in pieces of a million rows; that client
+  state is bounded by the setting, not by the corpus;
 - distributed: alternating *large-star* and *small-star* rounds (Kiveris et al., "Connected
   Components in MapReduce and Beyond", SoCC 2014), each a shuffle of the edges on their first
   vertex and a per-partition pandas reduction, until the edge set stops changing. At the fixed
@@ -105,6 +107,9 @@ def _checksum(part: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"n": [len(part)], "s": [int(np.bitwise_xor.reduce(h)) if len(h) else 0]})
 
 
+#: Rows per partition of the labels found in memory (16 bytes each: 16 MB).
+LABELS_PER_PARTITION = 1_000_000
+
 _EDGE_META = pd.DataFrame({"u": pd.Series([], dtype="int64"), "v": pd.Series([], dtype="int64")})
 
 
@@ -188,5 +193,9 @@ def connected_components(
     n_edges = int(dask.compute(edges.shape[0])[0]) if limit > 0 else limit + 1
     if n_edges <= limit:
         e = edges[["u", "v"]].compute()
-        return dd.from_pandas(components_in_memory(e["u"], e["v"]), npartitions=1)
+        labels = components_in_memory(e["u"], e["v"])
+        # handed back in pieces of LABELS_PER_PARTITION rows: a worker joining the labels to
+        # the documents holds one piece, not the whole graph's labels
+        npart = max(1, -(-len(labels) // LABELS_PER_PARTITION))
+        return dd.from_pandas(labels, npartitions=npart, sort=False)
     return components_distributed(edges, work_dir, client=client, storage_options=storage_options)

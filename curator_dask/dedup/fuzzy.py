@@ -31,6 +31,7 @@ from curator_dask.dedup._base import (
     parquet_files,
     read_parquet_dir,
     read_parts,
+    remove_tree,
     rows_per_file,
     write_frame,
     write_parquet_atomic,
@@ -58,7 +59,7 @@ from curator_dask.dedup.minhash import (
     shingle_hashes,
     unique_shingles,
 )
-from curator_dask.dedup.planner import plan_lsh
+from curator_dask.dedup.planner import partitions_for, plan_lsh
 
 _KEEP = ("first", "longest")
 
@@ -203,10 +204,12 @@ def _candidate_sets(
         part = with_uid(part[[text_column]], partition_info)
     hit = part["_uid"].isin(cand["uid"].to_numpy()).to_numpy()
     text = part[text_column][hit]
-    hashes, offsets = shingle_hashes(text, ngram, kind, normalization)
-    sets, set_off = unique_shingles(hashes, offsets)
-    raw = sets.astype(np.uint64, copy=False).tobytes()
-    sig = [raw[set_off[i] * 8 : set_off[i + 1] * 8] for i in range(len(set_off) - 1)]
+    sig: list[bytes] = []
+    for a, b in _chunks(text.str.len().fillna(0).to_numpy(np.int64)):  # bounded scratch space
+        hashes, offsets = shingle_hashes(text.iloc[a:b], ngram, kind, normalization)
+        sets, set_off = unique_shingles(hashes, offsets)
+        raw = sets.astype(np.uint64, copy=False).tobytes()
+        sig += [raw[set_off[i] * 8 : set_off[i + 1] * 8] for i in range(len(set_off) - 1)]
     return pd.DataFrame({"uid": part["_uid"].to_numpy()[hit], "sig": pd.Series(sig, dtype=object)})
 
 
@@ -476,15 +479,24 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         return dirs
 
     def _edge_rows(self, group_dirs: list[str]) -> Any:
-        import dask.dataframe as dd
-
         so = self.storage_options
         files = sorted(f for d in group_dirs for f in parquet_files(join(d, "edges"), so))
-        if not files:
-            return dd.from_pandas(_STAR_META, npartitions=1)
-        return dd.read_parquet(files, storage_options=so)
+        return read_parts(files, _STAR_META, so)
 
     # -- step 3 -------------------------------------------------------------------------
+    def _verify_partitions(self, member_rows: int, at_least: int) -> int:
+        """Partitions of the candidate check's join and shuffle, so that each holds at most
+        what the planner gives a partition (:func:`.planner.partitions_for`): the bucket
+        members with their shingle sets (8 bytes per shingle, the corpus mean)."""
+        so = self.storage_options
+        sig = read_parquet_dir(
+            join(self.cache_dir(), "minhash"), so, pd.DataFrame({"n_shingles": []}), ["n_shingles"]
+        )
+        mean_shingles = float(sig["n_shingles"].mean().compute() or 0.0)
+        total = member_rows * (8 * mean_shingles + 64)
+        _, memory, threads = config.worker_resources(self.client)
+        return max(at_least, partitions_for(total, memory, threads))
+
     def verify_candidates(self, group_dirs: list[str]) -> str:
         """Step 3: verified edges ``u, v`` (exact Jaccard >= threshold); resumable."""
         run = self._run()
@@ -504,6 +516,11 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             .shuffle(on="bucket", method=method)
             .map_partitions(lambda p: p.drop_duplicates(), meta=bmeta)
         )
+        # written first: their number sizes the partitions of the join with the sets
+        mdir = join(out, "members")
+        member_rows = write_frame(members, mdir, run.reporter, "candidates", so)
+        members = read_parquet_dir(mdir, so, bmeta)
+        npart = self._verify_partitions(member_rows, members.npartitions)
         df = self._documents([self.text_column])
         n = df.npartitions
         cand = members[["uid"]].map_partitions(
@@ -526,15 +543,20 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 {"uid": pd.Series([], dtype="int64"), "sig": pd.Series([], dtype=object)}
             ),
         )
-        joined = members.merge(texts, on="uid", how="inner", shuffle_method=method)
-        edges = joined.shuffle(on="bucket", method=method).map_partitions(
+        joined = members.merge(
+            texts, on="uid", how="inner", shuffle_method=method, npartitions=npart
+        )
+        edges = joined.shuffle(on="bucket", method=method, npartitions=npart).map_partitions(
             _verify_part,
             float(self.jaccard_threshold),
             self.num_anchors,
             meta=_EDGES_META,
         )
         write_frame(edges, join(out, "edges"), run.reporter, "verify", so)
-        run.steps.mark_done(out, {"threshold": self.jaccard_threshold})
+        remove_tree(mdir, so)
+        run.steps.mark_done(
+            out, {"threshold": self.jaccard_threshold, "members": member_rows, "partitions": npart}
+        )
         self.stats["verify_computed"] = 1
         return out
 

@@ -2,7 +2,7 @@
 
 In one LSH pass every document contributes one row per band of the current group: a 64-bit
 bucket and a 64-bit document number, 16 bytes, held several times over while the shuffle
-sends, receives, concatenates and sorts them (``SHUFFLE_COPIES``), plus the MinHash band
+sends, receives, concatenates and sorts them (``SHUFFLE_COPIES``, measured), plus the MinHash band
 columns read for the group. Per document and band that is about
 
     bytes_per_doc_band = SHUFFLE_COPIES * 16 + 8
@@ -15,7 +15,7 @@ partitions). Its peak is then
     peak_per_worker = threads * docs_per_partition * bytes_per_doc_band * bands_per_iteration
                       + P2P_BUFFER + BASE_WORKER_BYTES
 
-which does not grow with the corpus: the readers' default blocksize
+(``P2P_BUFFER`` about 200 MB) which does not grow with the corpus: the readers' default blocksize
 (:func:`curator_dask.config.default_blocksize`) keeps ``docs_per_partition`` fixed. With the
 in-memory ``tasks`` shuffle (no distributed client) the whole pass is in memory at once:
 
@@ -28,15 +28,16 @@ the largest ``bands_per_iteration`` whose peak fits in ``memory_fraction``
 
 Examples
 --------
->>> plan = plan_lsh(num_docs=100_000_000, num_bands=20, n_workers=4, worker_memory=8 * 2**30)
+>>> plan = plan_lsh(num_docs=20_000_000, num_bands=20, n_workers=4, worker_memory=8 * 2**30)
 >>> plan.bands_per_iteration
-2
+4
 >>> plan_lsh(100_000_000, 20, 4, 8 * 2**30, docs_per_partition=100_000).bands_per_iteration
 20
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -44,12 +45,15 @@ from typing import Any
 from curator_dask import config
 from curator_dask.monitoring.checks import CuratorWarning
 
-SHUFFLE_COPIES = 4
+# measured with a p2p shuffle of 100,000-200,000 documents per partition (8-27 bands): a
+# worker's RSS grew by ~10.5 x the (bucket, uid) rows of the partition it worked on, plus a
+# fixed ~200 MB (the shuffle's buffers)
+SHUFFLE_COPIES = 10
 ROW_BYTES = 16
 #: An idle worker process (pandas, pyarrow and numba loaded): the budget is what is above it.
 BASE_WORKER_BYTES = config.BASE_WORKER_BYTES
-#: What a p2p shuffle buffers in memory on a worker before it spills to disk.
-P2P_BUFFER = 100 * 2**20
+#: What a p2p shuffle buffers in memory on a worker besides the partitions (measured).
+P2P_BUFFER = 200 * 2**20
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,42 @@ def plan_lsh(
         estimated_peak_per_worker=peak,
         budget_per_worker=budget,
     )
+
+
+#: Copies of a partition a shuffle-and-reduce step holds at its peak (the candidate check:
+#: the shuffle's split, the received pieces, their concatenation, the sort and the sets).
+PARTITION_COPIES = 8
+#: The smallest partition the planner makes (smaller ones only add overhead).
+MIN_PARTITION_BYTES = 16 * 2**20
+
+
+def partitions_for(
+    total_bytes: float,
+    worker_memory: int | None,
+    threads_per_worker: int = 1,
+    copies: int = PARTITION_COPIES,
+    memory_fraction: float | None = None,
+) -> int:
+    """How many partitions a shuffled step of ``total_bytes`` needs so that every worker,
+    running ``threads_per_worker`` partitions at ``copies`` times their size, stays within
+    ``memory_fraction`` of ``worker_memory`` above an idle worker and the p2p buffers.
+
+    Examples
+    --------
+    >>> partitions_for(10 * 2**30, worker_memory=2 * 2**30, threads_per_worker=1)
+    239
+    >>> partitions_for(10 * 2**20, worker_memory=2 * 2**30)
+    1
+    """
+    if worker_memory is None:
+        import psutil
+
+        worker_memory = psutil.virtual_memory().total
+    if memory_fraction is None:
+        memory_fraction = float(config.get("dedup.memory-fraction", 0.5))
+    budget = worker_memory * memory_fraction - BASE_WORKER_BYTES - P2P_BUFFER
+    per_partition = max(budget / (max(1, threads_per_worker) * copies), MIN_PARTITION_BYTES)
+    return max(1, math.ceil(total_bytes / per_partition))
 
 
 def cluster_memory(client: Any = None) -> tuple[int, int | None]:

@@ -84,13 +84,13 @@ def test_planner_fits_the_budget():
     assert small.bands_per_iteration == 20
     assert small.num_band_groups == 1
     big = plan_lsh(
-        50_000_000, num_bands=20, n_workers=2, worker_memory=8 * gib, memory_fraction=0.5
+        20_000_000, num_bands=20, n_workers=2, worker_memory=8 * gib, memory_fraction=0.5
     )
     assert 1 <= big.bands_per_iteration < 20
     assert big.estimated_peak_per_worker <= big.budget_per_worker
     assert estimate_peak(10**6, 2) > estimate_peak(10**6, 1)
     # more workers share the load
-    assert plan_lsh(50_000_000, 20, 8, 8 * gib).bands_per_iteration > big.bands_per_iteration
+    assert plan_lsh(20_000_000, 20, 8, 8 * gib).bands_per_iteration > big.bands_per_iteration
 
 
 def test_planner_warns_when_one_band_does_not_fit():
