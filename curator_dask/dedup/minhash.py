@@ -46,6 +46,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from curator_dask.dedup._normtables import SECOND as _SECOND
+from curator_dask.dedup._normtables import SECOND0 as _SECOND0
+from curator_dask.dedup._normtables import UNSAFE as _UNSAFE
+from curator_dask.dedup._normtables import norm_tables
+
 _NONWORD = re.compile(r"[\W_]+")
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -106,18 +111,6 @@ def utf8_buffers(text: Any) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
-@numba.njit(nogil=True, cache=True)
-def _non_ascii(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    n = len(offsets) - 1
-    out = np.zeros(n, dtype=np.bool_)
-    for i in range(n):
-        for p in range(offsets[i], offsets[i + 1]):
-            if data[p] >= 128:
-                out[i] = True
-                break
-    return out
-
-
 @numba.njit(inline="always")
 def _fmix64(k: np.uint64) -> np.uint64:
     k ^= k >> _S33
@@ -156,47 +149,6 @@ def _rolling_shingles(vals, n, ngram, top, out, pos):  # pragma: no cover - comp
         out[pos] = _fmix64(acc)
         pos += 1
     return pos
-
-
-@numba.njit(nogil=True, cache=True)
-def _word_shingles(data, offsets, ngram):  # pragma: no cover - compiled
-    n_docs = len(offsets) - 1
-    # upper bound: one token per two bytes, so one shingle per two bytes (+1 for short docs)
-    out_off = np.zeros(n_docs + 1, dtype=np.int64)
-    cap = 16
-    for i in range(n_docs):
-        cap += (offsets[i + 1] - offsets[i]) // 2 + 1
-    out = np.empty(cap, dtype=np.uint64)
-    tok = np.empty(0, dtype=np.uint64)
-    top = _poly_top(ngram)
-    pos = 0
-    for i in range(n_docs):
-        start, end = offsets[i], offsets[i + 1]
-        max_tok = (end - start) // 2 + 1
-        if len(tok) < max_tok:
-            tok = np.empty(max_tok * 2, dtype=np.uint64)
-        nt = 0
-        h = FNV_OFFSET
-        in_tok = False
-        for p in range(start, end):
-            c = data[p]
-            if (c >= 97 and c <= 122) or (c >= 48 and c <= 57) or c >= 128:
-                in_tok = True
-                h = (h ^ np.uint64(c)) * FNV_PRIME
-            elif c >= 65 and c <= 90:
-                in_tok = True
-                h = (h ^ np.uint64(c + 32)) * FNV_PRIME
-            elif in_tok:
-                tok[nt] = h
-                nt += 1
-                h = FNV_OFFSET
-                in_tok = False
-        if in_tok:
-            tok[nt] = h
-            nt += 1
-        pos = _rolling_shingles(tok, nt, ngram, top, out, pos)
-        out_off[i + 1] = pos
-    return out[:pos], out_off
 
 
 @numba.njit(nogil=True, cache=True)
@@ -239,23 +191,170 @@ def _char_shingles(data, offsets, ngram):  # pragma: no cover - compiled
     return out[:pos], out_off
 
 
-def prepare_text(text: pd.Series, normalization: str) -> tuple[np.ndarray, np.ndarray]:
-    """Return the UTF-8 buffers to shingle: ``"simple"`` normalises non-ASCII docs in Python.
+@numba.njit(inline="always")
+def _decode(data, p, end):  # pragma: no cover - compiled
+    """Decode the UTF-8 sequence at ``data[p]``; return ``(code point, next p)``."""
+    c = np.int64(data[p])
+    if c < 0xE0:
+        cp, k = c & 0x1F, 1
+    elif c < 0xF0:
+        cp, k = c & 0x0F, 2
+    else:
+        cp, k = c & 0x07, 3
+    p += 1
+    for _ in range(k):
+        if p < end:
+            cp = (cp << 6) | (np.int64(data[p]) & 0x3F)
+            p += 1
+    return cp, p
 
-    ASCII documents are left as they are; the numba word tokenizer lower-cases them and
-    splits on ``[^a-z0-9]`` bytes, which equals the ``"simple"`` normalisation on ASCII.
+
+@numba.njit(nogil=True, cache=True)
+def _table_safe(
+    data, offsets, cls, last_starter, ends_starter, tail_marks, pairs
+):  # pragma: no cover
+    """True for every document whose tokens the tables give exactly (see ``_normtables``)."""
+    n_docs = len(offsets) - 1
+    ok = np.ones(n_docs, dtype=np.bool_)
+    n_cp = len(cls)
+    for i in range(n_docs):
+        last = np.int64(-1)  # the last starter so far (NFKC form)
+        adjacent = False  # ... and it is the last character so far
+        tail = False  # ... and its code point's decomposition ends in non-starters
+        p, end = offsets[i], offsets[i + 1]
+        while p < end:
+            c = data[p]
+            if c < 0x80:
+                last = np.int64(c)
+                adjacent = True
+                tail = False
+                p += 1
+                continue
+            cp, p = _decode(data, p, end)
+            if cp >= n_cp:
+                ok[i] = False
+                break
+            kind = cls[cp]
+            if kind == _UNSAFE:
+                ok[i] = False
+                break
+            if kind == _SECOND and last >= 0 and tail:
+                ok[i] = False
+                break
+            if (kind == _SECOND or (kind == _SECOND0 and adjacent)) and last >= 0:
+                key = (last << 21) | cp
+                j = np.searchsorted(pairs, key)
+                if j < len(pairs) and pairs[j] == key:
+                    ok[i] = False
+                    break
+            ls = last_starter[cp]
+            if ls >= 0:
+                last = np.int64(ls)
+                adjacent = ends_starter[cp]
+                tail = tail_marks[cp]
+            else:
+                adjacent = False
+    return ok
+
+
+@numba.njit(nogil=True, cache=True)
+def _word_shingles(
+    data, offsets, fb_index, fb_data, fb_offsets, out_off_t, out_data_t, max_tokens, ngram
+):  # pragma: no cover - compiled
+    """Word shingles of every document; the tokens are the runs of word characters.
+
+    ASCII bytes: ``[A-Za-z0-9]`` are word characters (lower-cased). Other bytes: a document
+    with ``fb_index[i] >= 0`` is already normalised (``fb_data``), so every non-ASCII byte
+    is a word byte; otherwise each code point is replaced by its table output
+    (``out_data_t[out_off_t[cp]:out_off_t[cp + 1]]``, a space for a non-word character).
     """
-    data, offsets = utf8_buffers(text)
-    if normalization == "none":
-        return data, offsets
-    if normalization != "simple":
+    n_docs = len(offsets) - 1
+    out_off = np.zeros(n_docs + 1, dtype=np.int64)
+    out = np.empty(16 + (offsets[n_docs] - offsets[0]) // 2 + n_docs, dtype=np.uint64)
+    tok = np.empty(0, dtype=np.uint64)
+    top = _poly_top(ngram)
+    pos = 0
+    for i in range(n_docs):
+        raw = fb_index[i] >= 0
+        if raw:
+            src = fb_data
+            start, end = fb_offsets[fb_index[i]], fb_offsets[fb_index[i] + 1]
+        else:
+            src = data
+            start, end = offsets[i], offsets[i + 1]
+        # at most one token per two bytes, times the most tokens one code point gives
+        if len(tok) < (end - start) * max_tokens // 2 + 2:
+            tok = np.empty((end - start) * max_tokens + 2, dtype=np.uint64)
+        nt = 0
+        h = FNV_OFFSET
+        in_tok = False
+        p = start
+        while p < end:
+            c = src[p]
+            if c < 128:
+                p += 1
+                if (c >= 97 and c <= 122) or (c >= 48 and c <= 57):
+                    in_tok = True
+                    h = (h ^ np.uint64(c)) * FNV_PRIME
+                elif c >= 65 and c <= 90:
+                    in_tok = True
+                    h = (h ^ np.uint64(c + 32)) * FNV_PRIME
+                elif in_tok:
+                    tok[nt] = h
+                    nt += 1
+                    h = FNV_OFFSET
+                    in_tok = False
+            elif raw:
+                p += 1
+                in_tok = True
+                h = (h ^ np.uint64(c)) * FNV_PRIME
+            else:
+                cp, p = _decode(src, p, end)
+                for q in range(out_off_t[cp], out_off_t[cp + 1]):
+                    b = out_data_t[q]
+                    if b != 32:
+                        in_tok = True
+                        h = (h ^ np.uint64(b)) * FNV_PRIME
+                    elif in_tok:
+                        tok[nt] = h
+                        nt += 1
+                        h = FNV_OFFSET
+                        in_tok = False
+        if in_tok:
+            tok[nt] = h
+            nt += 1
+        if pos + nt + 1 > len(out):
+            grown = np.empty(2 * (pos + nt + 1), dtype=np.uint64)
+            grown[:pos] = out[:pos]
+            out = grown
+        pos = _rolling_shingles(tok, nt, ngram, top, out, pos)
+        out_off[i + 1] = pos
+    return out[:pos], out_off
+
+
+def _word_shingle_hashes(text: pd.Series, ngram: int, normalization: str) -> Any:
+    if normalization not in ("simple", "none"):
         raise ValueError(f"normalization must be 'simple' or 'none', got {normalization!r}")
-    mask = _non_ascii(data, offsets)
-    if not mask.any():
-        return data, offsets
-    values = text.astype(object).fillna("").to_numpy(copy=True)
-    values[mask] = [_normalize_one(t) for t in values[mask]]
-    return utf8_buffers(pd.Series(values, dtype=object))
+    data, offsets = utf8_buffers(text)
+    n = len(offsets) - 1
+    fb_index = np.full(n, -1, dtype=np.int64)
+    fb_data, fb_offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    t = norm_tables()
+    if normalization == "none":
+        # tokens over the raw bytes: every non-ASCII byte is a word byte
+        return _word_shingles(
+            data, offsets, np.arange(n), data, offsets, t.out_off, t.out_data, t.max_tokens, ngram
+        )
+    safe = _table_safe(data, offsets, t.cls, t.last_starter, t.ends_starter, t.tail_marks, t.pairs)
+    slow = np.flatnonzero(~safe)
+    if len(slow):
+        # documents the tables cannot do exactly: the Python reference, then raw tokens
+        values = text.astype(object).fillna("").to_numpy()[slow]
+        fb_data, fb_offsets = utf8_buffers(pd.Series([_normalize_one(v) for v in values]))
+        fb_index[slow] = np.arange(len(slow))
+    return _word_shingles(
+        data, offsets, fb_index, fb_data, fb_offsets, t.out_off, t.out_data, t.max_tokens, ngram
+    )
 
 
 def shingle_hashes(
@@ -288,8 +387,7 @@ def shingle_hashes(
     if ngram < 1:
         raise ValueError(f"ngram must be >= 1, got {ngram}")
     if kind == "word":
-        data, offsets = prepare_text(text, normalization or "simple")
-        return _word_shingles(data, offsets, ngram)
+        return _word_shingle_hashes(text, ngram, normalization or "simple")
     if kind == "char":
         norm = normalization or "none"
         if norm == "simple":

@@ -1,0 +1,140 @@
+"""Per-code-point tables that let numba apply the ``"simple"`` normalisation to UTF-8 bytes.
+
+The reference is ``re.sub(r"[\\W_]+", " ", unicodedata.normalize("NFKC", t).lower())``. For
+word shingles only the tokens matter: the maximal runs of word characters of
+``lower(NFKC(t))``. The tables give, for every code point ``c``, the UTF-8 bytes of
+``lower(NFKC(c))`` with every non-word character written as one space, and a class that says
+when the concatenation of these per-code-point outputs has the reference's tokens:
+
+- ``PLAIN``: the first character of ``NFKD(c)`` is a starter (canonical combining class 0)
+  that is never the second character of a canonical composition, so NFKC never combines
+  ``c`` with what precedes it, and a following starter of this kind never combines with
+  ``c``; or ``NFKD(c)`` holds only non-starters that never compose. Canonical reordering
+  only permutes non-starters, and every non-starter this class can emit is a non-word
+  character (a token boundary), so reordering never changes the tokens.
+- ``SECOND`` / ``SECOND0``: ``c`` has no decomposition and is the second character of some
+  canonical composition (a combining accent, a Hangul vowel or trailing consonant, an Indic
+  length mark; ``SECOND0`` for those of class 0). It is safe unless the last starter before
+  it (for ``SECOND0``: immediately before it) forms a composition pair with it; the kernel
+  checks that pair in ``pairs`` (blocking is ignored, so the check is conservative). A
+  non-starter ``SECOND`` after a code point whose decomposition ends in non-starters is
+  unsafe too: reordering can put it between them and compose it with an intermediate
+  (``U+1F80 U+0301`` -> ``U+1F84``).
+- ``UNSAFE``: anything else (``NFKC(c)`` holds a capital sigma, whose lower case depends on
+  the neighbours; a non-starter word character; code points from U+40000 on; surrogates).
+  A document holding one goes through the Python reference.
+
+The tables depend on the interpreter's :mod:`unicodedata` version and are built once per
+process (about half a second), lazily, on the first call.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from typing import NamedTuple
+
+import numpy as np
+
+UNSAFE, PLAIN, SECOND, SECOND0 = 0, 1, 2, 3
+N_CODE_POINTS = 0x40000  # planes 0-3; later planes are unassigned or private use
+_WORD = re.compile(r"[^\W_]")
+_SIGMA = "\u03a3"
+_S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
+_L_COUNT, _V_COUNT, _T_COUNT = 19, 21, 28
+
+
+class NormTables(NamedTuple):
+    """Arrays indexed by code point (``N_CODE_POINTS`` entries, ``out_off`` one more)."""
+
+    cls: np.ndarray  # uint8 class
+    out_off: np.ndarray  # int32 offsets of each code point's output into out_data
+    out_data: np.ndarray  # uint8: UTF-8 of the word characters, 0x20 for a non-word one
+    last_starter: np.ndarray  # int32: the last starter of NFKC(c), -1 when none
+    ends_starter: np.ndarray  # bool: NFKC(c) ends with a starter
+    tail_marks: np.ndarray  # bool: NFKD(c) has non-starters after its last starter
+    pairs: np.ndarray  # sorted int64 keys (first << 21) | second of every composition
+    max_tokens: int  # the most tokens one code point's output holds
+
+
+def _composition_pairs() -> tuple[set[int], list[int]]:
+    seconds: set[int] = set()
+    keys: list[int] = []
+    for cp in range(N_CODE_POINTS):  # no character from U+30000 on has a decomposition
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<"):
+            parts = d.split()
+            if len(parts) == 2:
+                first, second = int(parts[0], 16), int(parts[1], 16)
+                seconds.add(second)
+                keys.append((first << 21) | second)
+    # Hangul: L + V -> LV, LV + T -> LVT (algorithmic, not in the decomposition data)
+    for v in range(_V_BASE, _V_BASE + _V_COUNT):
+        seconds.add(v)
+        keys.extend(((_L_BASE + li) << 21) | v for li in range(_L_COUNT))
+    for t in range(_T_BASE + 1, _T_BASE + _T_COUNT):
+        seconds.add(t)
+        keys.extend(((_S_BASE + s * _T_COUNT) << 21) | t for s in range(_L_COUNT * _V_COUNT))
+    return seconds, sorted(set(keys))
+
+
+def _output(nfkc: str) -> bytes:
+    return "".join(ch if _WORD.match(ch) else " " for ch in nfkc.lower()).encode("utf-8")
+
+
+@functools.cache
+def norm_tables() -> NormTables:
+    """Build the tables (once per process)."""
+    seconds, keys = _composition_pairs()
+    n = N_CODE_POINTS
+    cls = np.zeros(n, dtype=np.uint8)
+    out_off = np.zeros(n + 1, dtype=np.int32)
+    last_starter = np.full(n, -1, dtype=np.int32)
+    ends_starter = np.zeros(n, dtype=np.bool_)
+    tail_marks = np.zeros(n, dtype=np.bool_)
+    chunks: list[bytes] = []
+    pos = 0
+    max_tokens = 1
+    ccc = unicodedata.combining
+    norm = unicodedata.normalize
+    for cp in range(n):
+        out_off[cp] = pos
+        if 0xD800 <= cp < 0xE000:
+            continue
+        c = chr(cp)
+        nfkc = norm("NFKC", c)
+        starters = [ch for ch in nfkc if not ccc(ch)]
+        if starters:
+            last_starter[cp] = ord(starters[-1])
+        ends_starter[cp] = not ccc(nfkc[-1])
+        d = norm("NFKD", c)
+        tail_marks[cp] = bool(ccc(d[-1])) and any(not ccc(ch) for ch in d)
+        if _SIGMA in nfkc or any(ccc(ch) and _WORD.match(ch) for ch in nfkc.lower()):
+            continue
+        first = ord(d[0])
+        if d == c and cp in seconds:
+            kind = SECOND0 if not ccc(c) else SECOND
+        elif (not ccc(d[0]) and first not in seconds) or all(
+            ccc(ch) and ord(ch) not in seconds for ch in d
+        ):
+            kind = PLAIN
+        else:
+            continue
+        out = _output(nfkc)
+        max_tokens = max(max_tokens, len(out.split()))
+        cls[cp] = kind
+        chunks.append(out)
+        pos += len(out)
+    out_off[n] = pos
+    out_data = np.frombuffer(b"".join(chunks), dtype=np.uint8).copy()
+    return NormTables(
+        cls,
+        out_off,
+        out_data,
+        last_starter,
+        ends_starter,
+        tail_marks,
+        np.array(keys, dtype=np.int64),
+        max_tokens,
+    )
