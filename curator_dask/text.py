@@ -329,12 +329,7 @@ def _tables() -> dict[str, np.ndarray]:
     return _TABLES
 
 
-def utf8_buffers(t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The int64 byte offsets, UTF-8 bytes and those bytes as uint64 of an :func:`as_text` Series.
-
-    The bytes are not copied unless the buffer is not 8-byte aligned (Arrow aligns to 64).
-    """
-    arr = _arrow(t)
+def _chunk_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         arr = arr.cast(pa.large_string())
     width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
@@ -344,6 +339,25 @@ def utf8_buffers(t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if data.ctypes.data % 8:
         data = data.copy()
     return offsets.astype(np.int64), data, data[: len(data) // 8 * 8].view(np.uint64)
+
+
+def utf8_buffers(t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The int64 byte offsets, UTF-8 bytes and those bytes as uint64 of an :func:`as_text` Series.
+
+    The bytes are not copied unless the buffer is not 8-byte aligned (Arrow aligns to 64)
+    or the Series holds several Arrow chunks (:func:`cached_measures` hands its
+    ``compute`` one chunk at a time, so the kernels never need that copy).
+    """
+    return _chunk_buffers(_arrow(t))
+
+
+def _chunk_series(t: Any) -> list[Any]:
+    """``t`` (an :func:`as_text` Series) as one Series per Arrow chunk, without copying."""
+    arr = pa.array(t)
+    if not isinstance(arr, pa.ChunkedArray) or arr.num_chunks <= 1:
+        return [t]
+    chunks = [c for c in arr.chunks if len(c)]
+    return [pd.Series(c, dtype=STR_DTYPE) for c in chunks] or [t]
 
 
 class _Cache(threading.local):
@@ -371,7 +385,8 @@ def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame])
         Names the measures and every parameter they depend on.
     compute : callable
         ``compute(t) -> DataFrame``, one row per document of ``t`` (``text`` after
-        :func:`as_text`); :func:`utf8_buffers` gives a kernel its bytes.
+        :func:`as_text`, one Arrow chunk of it at a time); :func:`utf8_buffers` gives a
+        kernel its bytes.
 
     Returns
     -------
@@ -379,7 +394,12 @@ def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame])
         One row per document of ``text``, with ``text``'s index.
     """
     t = as_text(text)
-    h1, h2 = K.doc_hashes(*utf8_buffers(t))
+    # Chunk by chunk: a reader's column holds many Arrow chunks, and joining them would
+    # copy the partition's text on every call.
+    pieces = _chunk_series(t)
+    hashes = [K.doc_hashes(*utf8_buffers(p)) for p in pieces]
+    h1 = np.concatenate([h[0] for h in hashes])
+    h2 = np.concatenate([h[1] for h in hashes])
     entry = _CACHE.entries.get(key)
     if entry is not None:
         keys1, keys2, rows, values = entry
@@ -389,7 +409,10 @@ def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame])
             out = values.iloc[rows[pos]]
             out.index = text.index
             return out
-    values = compute(t).reset_index(drop=True)
+    if len(pieces) == 1:
+        values = compute(t).reset_index(drop=True)
+    else:
+        values = pd.concat([compute(p) for p in pieces], ignore_index=True)
     uniq, rows = np.unique(h1, return_index=True)
     _CACHE.entries[key] = (uniq, h2[rows], rows, values)
     out = values.copy()
@@ -575,3 +598,41 @@ def filter_rows(part: Any, keep: Any) -> Any:
             values = _gather_column(part[column], rows, out.index)
             out.insert(position, column, values.array)
     return out
+
+
+#: Bytes of text a modifier rewrites at a time (:func:`map_pieces`).
+PIECE_BYTES = 16 * 2**20
+
+
+def map_pieces(text: Any, fn: Callable[[Any], Any]) -> Any:
+    """``fn(text)``, computed on pieces of about :data:`PIECE_BYTES` and put back together.
+
+    A modifier that chains several string kernels makes a full copy of the text per
+    kernel; run on pieces, only one piece's copies exist at a time, and the pieces become
+    the chunks of the result (no copy). pandas Arrow strings only; otherwise ``fn(text)``.
+
+    Examples
+    --------
+    >>> t = pd.Series(["a", "b", None], dtype=STR_DTYPE)
+    >>> map_pieces(t, lambda s: s.str.upper()).tolist()
+    ['A', 'B', nan]
+    """
+    if is_cudf(text) or not _is_arrow_string(text.dtype) or len(text) == 0:
+        return fn(text)
+    arr = pa.array(text)
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    if len(chunks) == 1 and chunks[0].nbytes <= PIECE_BYTES:
+        return fn(text)
+    pieces = []
+    for chunk in chunks:
+        step = max(1, int(len(chunk) * PIECE_BYTES / max(1, chunk.nbytes)))
+        pieces += [chunk.slice(i, step) for i in range(0, len(chunk), step)]
+    outs: list[pa.Array] = []
+    dtype = None
+    for piece in pieces:
+        out = fn(pd.Series(piece, dtype=text.dtype))
+        dtype = out.dtype
+        got = pa.array(out)
+        outs += got.chunks if isinstance(got, pa.ChunkedArray) else [got]
+    joined = pa.chunked_array(outs)
+    return pd.Series(joined, dtype=dtype, index=text.index, name=text.name)

@@ -15,11 +15,20 @@ from curator_dask.stage import Filter
 @dataclass(kw_only=True)
 class _TokenizerFilter(Filter):
     tokenizer_path: str = ""
+    tokenizer_json: str | None = None
+    add_special_tokens: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.tokenizer_path and self.tokenizer_json is None:
+            raise ValueError("give tokenizer_path (a local directory) or tokenizer_json")
 
     def setup(self) -> None:
         # Loaded once per worker process (never pickled: the attribute starts with "_").
         from tokenizers import Tokenizer
 
+        if self.tokenizer_json is not None:
+            self._tokenizer = Tokenizer.from_str(self.tokenizer_json)
+            return
         path = self.tokenizer_path
         file = path if path.endswith(".json") else f"{path.rstrip('/')}/tokenizer.json"
         self._tokenizer = Tokenizer.from_file(file)
@@ -28,7 +37,9 @@ class _TokenizerFilter(Filter):
         if getattr(self, "_tokenizer", None) is None:
             self.setup()
         t = S.as_text(text)
-        encodings = self._tokenizer.encode_batch(t.tolist(), add_special_tokens=False)
+        encodings = self._tokenizer.encode_batch(
+            t.tolist(), add_special_tokens=self.add_special_tokens
+        )
         counts = np.fromiter((len(e.ids) for e in encodings), np.int64, len(t))
         return t, pd.Series(counts)
 
@@ -42,8 +53,14 @@ class TokenCountFilter(_TokenizerFilter):
     tokenizer_path : str
         A directory holding ``tokenizer.json`` (or the file itself), e.g. a model saved
         with ``save_pretrained``; read with the ``tokenizers`` package (models extra).
+        Every worker must be able to read it.
+    tokenizer_json : str, optional
+        Instead of ``tokenizer_path``: the tokenizer itself, as ``Tokenizer.to_str()``
+        gives it (it travels in the task graph).
+    add_special_tokens : bool
+        Count the special tokens the tokenizer's post-processor adds (BOS, EOS...).
     min_tokens, max_tokens : int
-        Bounds (special tokens are not counted).
+        Bounds.
     """
 
     min_tokens: int = 0

@@ -120,7 +120,10 @@ class WhitespaceNormalizer(Modifier):
             )
 
     def modify(self, text: Any) -> Any:
-        t = _as_strings(text)
+        # Piece by piece: each step below copies the text.
+        return S.map_pieces(_as_strings(text), self._normalise)
+
+    def _normalise(self, t: Any) -> Any:
         t = t.str.replace(_LINE_BREAKS, "\n", regex=True)
         t = t.str.replace(_CONTROLS, "", regex=True)
         t = t.str.replace(_SPACES, " ", regex=True)

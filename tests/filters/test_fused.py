@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -93,3 +95,21 @@ def test_measures_are_reused_for_survivors_and_recomputed_for_new_text():
     got = text_kit.ngram_measures(changed)
     assert got.loc[8, "word_chars"] == 2
     assert got.loc[6, "top_2"] == first.loc[6, "top_2"]
+
+
+def test_text_in_many_arrow_chunks_scores_as_in_one(sample_frame, monkeypatch):
+    import pyarrow as pa
+
+    # A reader's column holds many Arrow chunks; the kernels take them one at a time.
+    one = sample_frame["text"].astype(text_kit.STR_DTYPE)
+    arr = pa.array(one).combine_chunks()
+    cuts = [0, 1, 1, 17, 40, len(arr)]  # an empty chunk too
+    chunked = pa.chunked_array([arr.slice(a, b - a) for a, b in itertools.pairwise(cuts)])
+    many = pd.Series(chunked, dtype=text_kit.STR_DTYPE, index=one.index)
+    assert pa.array(many).num_chunks == 5
+    monkeypatch.setattr(text_kit, "_FUSED", True)
+    for f in FILTERS:
+        text_kit.clear_measures()
+        want = f.score(one)
+        text_kit.clear_measures()
+        pd.testing.assert_series_equal(f.score(many), want, check_names=False, obj=f.stage_name)

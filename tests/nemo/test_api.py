@@ -121,3 +121,44 @@ def test_nemo_code_and_keep_rule_filters():
     assert c["s"].tolist() == [4 / 11]
     assert porn["text"].tolist() == ["// c\nint x;", "abc", "ab"]
     assert sub["text"].tolist() == ["abc", "ab"]
+
+
+@pytest.fixture(scope="module")
+def saved_tokenizer(tmp_path_factory):
+    """A word-level tokenizer trained on a tiny corpus, with BOS/EOS added on encoding."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.WordLevelTrainer(special_tokens=["[UNK]", "<s>", "</s>"])
+    tok.train_from_iterator(["the cat sat on the mat", "a dog ran"], trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)]
+    )
+    d = tmp_path_factory.mktemp("tokenizer")
+    tok.save(str(d / "tokenizer.json"))
+    return tok, d
+
+
+def test_token_count_filter_from_a_local_directory_or_a_tokenizer(saved_tokenizer, tmp_path):
+    from curator_dask.nemo.filters import TokenCountFilter
+
+    tok, directory = saved_tokenizer
+    texts = ["the cat", "a dog ran on the mat today", "", "zebra", "the cat sat on the mat"]
+    frame = pd.DataFrame({"id": range(len(texts)), "text": texts})
+    ds = DocumentDataset(dd.from_pandas(frame, npartitions=3))
+    counts = [len(tok.encode(t).ids) for t in texts]  # NeMo counts tokenizer.encode(text)
+    assert counts[2] == 2  # BOS and EOS only
+    for f in (
+        TokenCountFilter(hf_model_name=str(directory), min_tokens=4, max_tokens=8),
+        TokenCountFilter(tokenizer=tok, min_tokens=4, max_tokens=8),
+    ):
+        with dask.config.set(scheduler="sync"):
+            got = ScoreFilter(f, score_field="tokens")(ds).df.compute()
+        assert got["tokens"].tolist() == [c for c in counts if 4 <= c <= 8]
+        kept = [t for t, c in zip(texts, counts, strict=True) if 4 <= c <= 8]
+        assert got["text"].tolist() == kept
+    with pytest.raises(ValueError, match="local directory"):
+        TokenCountFilter(hf_model_name=str(tmp_path / "meta-llama"))
+    with pytest.raises(ValueError, match="local files"):
+        TokenCountFilter(hf_model_name=str(directory), hf_token="hf_x")

@@ -11,6 +11,7 @@ NeMo's repetition thresholds are the smallest kept share of *unique* lines/parag
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from curator_dask import filters as native
@@ -177,6 +178,52 @@ class GeneralCommentToCodeFilter(_nemo(native.GeneralCommentToCodeFilter)):  # t
 PornographicUrlsFilter = _nemo(native.PornographicUrlsFilter)
 
 
+class TokenCountFilter(_nemo(native.TokenCountFilter)):  # type: ignore[misc]
+    """NeMo's ``TokenCountFilter(tokenizer, hf_model_name, hf_token, min_tokens, max_tokens)``.
+
+    ``hf_model_name`` must be a local directory holding ``tokenizer.json`` (a model saved
+    with ``save_pretrained``) or that file: curator_dask does not download models, so
+    ``hf_token`` has nothing to do and is refused. ``tokenizer`` may be a
+    ``tokenizers.Tokenizer`` or a Hugging Face fast tokenizer (its ``backend_tokenizer``);
+    it travels in the task graph as its JSON. Tokens are counted as NeMo counts them
+    (``tokenizer.encode(text)``): with the special tokens the tokenizer adds.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any = None,
+        hf_model_name: str | None = None,
+        hf_token: str | None = None,
+        min_tokens: int = 0,
+        max_tokens: float = float("inf"),
+    ) -> None:
+        if (tokenizer is None) == (hf_model_name is None):
+            raise ValueError("give either tokenizer or hf_model_name (a local directory)")
+        if hf_token is not None:
+            raise ValueError("hf_token: curator_dask loads tokenizers from local files only")
+        args: dict[str, Any] = {"min_tokens": min_tokens, "add_special_tokens": True}
+        if max_tokens != float("inf"):
+            args["max_tokens"] = int(max_tokens)
+        if tokenizer is not None:
+            backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+            if not hasattr(backend, "to_str"):
+                raise TypeError(
+                    "tokenizer must be a tokenizers.Tokenizer or a Hugging Face fast tokenizer"
+                )
+            args["tokenizer_json"] = backend.to_str()
+        else:
+            path = Path(str(hf_model_name))
+            if not (path / "tokenizer.json").is_file() and not (
+                path.suffix == ".json" and path.is_file()
+            ):
+                raise ValueError(
+                    f"hf_model_name={hf_model_name!r}: not a local directory with tokenizer.json "
+                    "(curator_dask does not download models; save the tokenizer there first)"
+                )
+            args["tokenizer_path"] = str(path.resolve())
+        super().__init__(**args)
+
+
 __all__ = [
     "AlphaFilter",
     "BoilerPlateStringFilter",
@@ -203,6 +250,7 @@ __all__ = [
     "RepeatingTopNGramsFilter",
     "SubstringFilter",
     "SymbolsToWordsFilter",
+    "TokenCountFilter",
     "TokenizerFertilityFilter",
     "UrlsFilter",
     "WhiteSpaceFilter",
