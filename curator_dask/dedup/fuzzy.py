@@ -27,6 +27,7 @@ from curator_dask import _backend, config
 from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
+    count_rows,
     join,
     parquet_files,
     read_parquet_dir,
@@ -173,36 +174,44 @@ def _edges_part(part: pd.DataFrame) -> pd.DataFrame:
 
 
 def _members_part(part: pd.DataFrame) -> pd.DataFrame:
-    m = pd.concat(
-        [
-            pd.DataFrame({"bucket": part["bucket"].to_numpy(), "uid": part["uid"].to_numpy()}),
-            pd.DataFrame({"bucket": part["bucket"].to_numpy(), "uid": part["anchor"].to_numpy()}),
-        ],
-        ignore_index=True,
+    """Star edges ``bucket, anchor, uid`` -> bucket members ``bucket, anchor, uid`` (the
+    anchor is a member too; the anchor column says where the bucket is checked)."""
+    bucket, anchor = part["bucket"].to_numpy(), part["anchor"].to_numpy()
+    m = pd.DataFrame(
+        {
+            "bucket": np.concatenate([bucket, bucket]),
+            "anchor": np.concatenate([anchor, anchor]),
+            "uid": np.concatenate([part["uid"].to_numpy(), anchor]),
+        }
     )
     return m.drop_duplicates()
 
 
-def _candidate_uids(part: pd.DataFrame) -> pd.DataFrame:
+def _requests(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
+    """The documents whose sets a member partition needs, once each, with where they live
+    (``_part``: their input partition) and where they go (``_dest``: this partition)."""
     uid = np.unique(part["uid"].to_numpy(np.int64))
-    return pd.DataFrame({"uid": uid, "_part": uid >> UID_SHIFT})
+    dest = (partition_info or {}).get("number", 0)
+    return pd.DataFrame(
+        {"uid": uid, "_part": uid >> UID_SHIFT, "_dest": np.full(len(uid), dest, np.int64)}
+    )
 
 
 def _candidate_sets(
     part: Any,
-    cand: pd.DataFrame,
+    req: pd.DataFrame,
     text_column: str,
     kind: Literal["word", "char"],
     ngram: int,
     normalization: str,
     partition_info: dict | None = None,
 ) -> pd.DataFrame:
-    """Each candidate's sorted distinct shingle hashes (uint64 bytes), computed once per
-    document here, where its text is, instead of once per bucket it falls in."""
+    """Each requested document's sorted distinct shingle hashes (uint64 bytes), computed once
+    per document here, where its text is, and sent to every partition that asked for it."""
     part = _backend.to_pandas(part)
     if "_uid" not in part.columns:  # the input frame itself (a dask frame input)
         part = with_uid(part[[text_column]], partition_info)
-    hit = part["_uid"].isin(cand["uid"].to_numpy()).to_numpy()
+    hit = part["_uid"].isin(req["uid"].to_numpy()).to_numpy()
     text = part[text_column][hit]
     sig: list[bytes] = []
     for a, b in _chunks(text.str.len().fillna(0).to_numpy(np.int64)):  # bounded scratch space
@@ -210,18 +219,25 @@ def _candidate_sets(
         sets, set_off = unique_shingles(hashes, offsets)
         raw = sets.astype(np.uint64, copy=False).tobytes()
         sig += [raw[set_off[i] * 8 : set_off[i + 1] * 8] for i in range(len(set_off) - 1)]
-    return pd.DataFrame({"uid": part["_uid"].to_numpy()[hit], "sig": pd.Series(sig, dtype=object)})
+    found = pd.DataFrame({"uid": part["_uid"].to_numpy()[hit], "sig": pd.Series(sig, dtype=object)})
+    return req[["uid", "_dest"]].reset_index(drop=True).merge(found, on="uid", how="inner")
 
 
 def _verify_part(
-    part: pd.DataFrame, threshold: float, max_anchors: int | None = None
+    part: pd.DataFrame, sets: pd.DataFrame, threshold: float, max_anchors: int | None = None
 ) -> pd.DataFrame:
+    """Verify the buckets of one partition; ``sets`` holds each member's set once."""
     part = part.sort_values(["bucket", "uid"], kind="stable")
-    sig = part["sig"].tolist()
-    sets = np.frombuffer(b"".join(sig), dtype=np.uint64)
-    set_off = np.zeros(len(sig) + 1, dtype=np.int64)
-    np.cumsum([len(x) // 8 for x in sig], out=set_off[1:])
-    a, b, _ = verify_buckets(part["bucket"].to_numpy(), sets, set_off, threshold, max_anchors)
+    sets = sets.drop_duplicates("uid")
+    sig = sets["sig"].tolist()
+    data = np.frombuffer(b"".join(sig), dtype=np.uint64)
+    off = np.zeros(len(sig) + 1, dtype=np.int64)
+    np.cumsum([len(x) // 8 for x in sig], out=off[1:])
+    at = pd.Index(sets["uid"].to_numpy(np.int64)).get_indexer(part["uid"].to_numpy(np.int64))
+    part, at = part[at >= 0], at[at >= 0]  # a member without a set has no shingles
+    a, b, _ = verify_buckets(
+        part["bucket"].to_numpy(), data, None, threshold, max_anchors, (off[at], off[at + 1])
+    )
     uid = part["uid"].to_numpy(np.int64)
     u, v = uid[a], uid[b]
     return pd.DataFrame({"u": np.minimum(u, v), "v": np.maximum(u, v)}).drop_duplicates()
@@ -484,21 +500,32 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         return read_parts(files, _STAR_META, so)
 
     # -- step 3 -------------------------------------------------------------------------
-    def _verify_partitions(self, member_rows: int, at_least: int) -> int:
-        """Partitions of the candidate check's join and shuffle, so that each holds at most
-        what the planner gives a partition (:func:`.planner.partitions_for`): the bucket
-        members with their shingle sets (8 bytes per shingle, the corpus mean)."""
+    def _verify_partitions(self, files: list[str]) -> int:
+        """Partitions of the candidate check, so that each holds at most what the planner
+        gives a partition (:func:`.planner.partitions_for`): its bucket members (at most two
+        24-byte rows per star edge) and their shingle sets (8 bytes per shingle, the corpus
+        mean, at most one set per candidate document and partition)."""
         so = self.storage_options
+        edge_rows = count_rows(files, so)
         sig = read_parquet_dir(
             join(self.cache_dir(), "minhash"), so, pd.DataFrame({"n_shingles": []}), ["n_shingles"]
         )
-        mean_shingles = float(sig["n_shingles"].mean().compute() or 0.0)
-        total = member_rows * (8 * mean_shingles + 64)
+        shingles = sig["n_shingles"]
+        n_docs, mean_shingles = dask.compute(shingles.count(), shingles.mean())
+        total = 2 * edge_rows * 24 + min(2 * edge_rows, int(n_docs)) * (
+            8 * float(mean_shingles or 0.0) + 64
+        )
         _, memory, threads = config.worker_resources(self.client)
-        return max(at_least, partitions_for(total, memory, threads))
+        return partitions_for(total, memory, threads)
 
     def verify_candidates(self, group_dirs: list[str]) -> str:
-        """Step 3: verified edges ``u, v`` (exact Jaccard >= threshold); resumable."""
+        """Step 3: verified edges ``u, v`` (exact Jaccard >= threshold); resumable.
+
+        The bucket members are shuffled on their bucket's anchor (the buckets of one cluster
+        of near-duplicates share anchors, so they meet in one partition), written, and each
+        partition asks the documents' partitions (in the cache) for the shingle set of each
+        of its documents once, however many of its buckets the document is in.
+        """
         run = self._run()
         so = self.storage_options
         groups = [d.rsplit("/", 1)[-1] for d in group_dirs]
@@ -507,49 +534,47 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             self.stats["verify_computed"] = 0
             return out
         method = shuffle_method(self.client)
-        rows = self._edge_rows(group_dirs)
-        bmeta = pd.DataFrame(
-            {"bucket": pd.Series([], dtype="int64"), "uid": pd.Series([], dtype="int64")}
-        )
+        files = sorted(f for d in group_dirs for f in parquet_files(join(d, "edges"), so))
+        rows = read_parts(files, _STAR_META, so)
+        npart = self._verify_partitions(files)
         members = (
-            rows.map_partitions(_members_part, meta=bmeta)
-            .shuffle(on="bucket", method=method)
-            .map_partitions(lambda p: p.drop_duplicates(), meta=bmeta)
+            rows.map_partitions(_members_part, meta=_STAR_META)
+            .shuffle(on="anchor", method=method, npartitions=npart)
+            .map_partitions(lambda p: p.drop_duplicates(), meta=_STAR_META)
         )
-        # written first: their number sizes the partitions of the join with the sets
         mdir = join(out, "members")
         member_rows = write_frame(members, mdir, run.reporter, "candidates", so)
-        members = read_parquet_dir(mdir, so, bmeta)
-        npart = self._verify_partitions(member_rows, members.npartitions)
+        members = read_parts(parquet_files(mdir, so), _STAR_META, so)
+        npart = members.npartitions
         df = self._documents([self.text_column])
         n = df.npartitions
-        cand = members[["uid"]].map_partitions(
-            _candidate_uids,
-            meta=pd.DataFrame(
-                {"uid": pd.Series([], dtype="int64"), "_part": pd.Series([], dtype="int64")}
-            ),
-        )
-        cand = cand.set_index("_part", divisions=[*range(n), n])
+        req = members.map_partitions(
+            _requests,
+            meta=pd.DataFrame({c: pd.Series([], dtype="int64") for c in ("uid", "_part", "_dest")}),
+        ).set_index("_part", divisions=[*range(n), n])
         p = self._sig_params
-        texts = df.map_partitions(
+        sets = df.map_partitions(
             _candidate_sets,
-            cand,
+            req,
             self.text_column,
             p.kind,
             p.ngram,
             p.normalization,
             align_dataframes=False,
             meta=pd.DataFrame(
-                {"uid": pd.Series([], dtype="int64"), "sig": pd.Series([], dtype=object)}
+                {
+                    "uid": pd.Series([], dtype="int64"),
+                    "_dest": pd.Series([], dtype="int64"),
+                    "sig": pd.Series([], dtype=object),
+                }
             ),
-        )
-        joined = members.merge(
-            texts, on="uid", how="inner", shuffle_method=method, npartitions=npart
-        )
-        edges = joined.shuffle(on="bucket", method=method, npartitions=npart).map_partitions(
+        ).set_index("_dest", divisions=[*range(npart), npart])
+        edges = members.map_partitions(
             _verify_part,
+            sets,
             float(self.jaccard_threshold),
             self.num_anchors,
+            align_dataframes=False,
             meta=_EDGES_META,
         )
         write_frame(edges, join(out, "edges"), run.reporter, "verify", so)

@@ -242,7 +242,7 @@ def _push_edge(out_a, out_b, n_out, a, b):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
-def _verify(starts, ends, sets, set_off, threshold):  # pragma: no cover - compiled
+def _verify(starts, ends, sets, lo, hi, threshold):  # pragma: no cover - compiled
     out_a = np.empty(16, dtype=np.int64)  # grown by _push_edge
     out_b = np.empty(16, dtype=np.int64)
     n_out = 0
@@ -252,13 +252,13 @@ def _verify(starts, ends, sets, set_off, threshold):  # pragma: no cover - compi
         k = e - s
         parent = np.arange(k)
         for i in range(k):
-            a = sets[set_off[s + i] : set_off[s + i + 1]]
+            a = sets[lo[s + i] : hi[s + i]]
             if len(a) == 0:
                 continue
             for j in range(i + 1, k):
                 if _find(parent, i) == _find(parent, j):
                     continue
-                b = sets[set_off[s + j] : set_off[s + j + 1]]
+                b = sets[lo[s + j] : hi[s + j]]
                 if len(b) == 0:
                     continue
                 n_checked += 1
@@ -271,10 +271,10 @@ def _verify(starts, ends, sets, set_off, threshold):  # pragma: no cover - compi
 
 
 @numba.njit(nogil=True, cache=True)
-def _check(parent, sets, set_off, s, i, j, threshold):  # pragma: no cover - compiled
+def _check(parent, sets, lo, hi, s, i, j, threshold):  # pragma: no cover - compiled
     """Compare rows ``s+i`` and ``s+j``; join them when similar. True when joined."""
-    a = sets[set_off[s + i] : set_off[s + i + 1]]
-    b = sets[set_off[s + j] : set_off[s + j + 1]]
+    a = sets[lo[s + i] : hi[s + i]]
+    b = sets[lo[s + j] : hi[s + j]]
     if jaccard_sorted(a, b) >= threshold:
         ri, rj = _find(parent, i), _find(parent, j)
         parent[max(ri, rj)] = min(ri, rj)
@@ -283,7 +283,7 @@ def _check(parent, sets, set_off, s, i, j, threshold):  # pragma: no cover - com
 
 
 @numba.njit(nogil=True, cache=True)
-def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pragma: no cover
+def _verify_anchors(starts, ends, sets, lo, hi, threshold, max_anchors):  # pragma: no cover
     out_a = np.empty(16, dtype=np.int64)  # grown by _push_edge
     out_b = np.empty(16, dtype=np.int64)
     n_out = 0
@@ -296,7 +296,7 @@ def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pra
         n_anchors = 0
         budget = max_anchors * k  # extra checks for members no anchor vouches for
         for j in range(k):
-            if set_off[s + j + 1] == set_off[s + j]:
+            if hi[s + j] == lo[s + j]:
                 continue
             matched = False
             for t in range(n_anchors):
@@ -305,7 +305,7 @@ def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pra
                     matched = True
                     continue
                 n_checked += 1
-                if _check(parent, sets, set_off, s, i, j, threshold):
+                if _check(parent, sets, lo, hi, s, i, j, threshold):
                     matched = True
                     out_a, out_b = _push_edge(out_a, out_b, n_out, s + i, s + j)
                     n_out += 1
@@ -316,11 +316,11 @@ def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pra
             for i in range(j):
                 if budget <= 0:
                     break
-                if set_off[s + i + 1] == set_off[s + i] or _find(parent, i) == _find(parent, j):
+                if hi[s + i] == lo[s + i] or _find(parent, i) == _find(parent, j):
                     continue
                 budget -= 1
                 n_checked += 1
-                if _check(parent, sets, set_off, s, i, j, threshold):
+                if _check(parent, sets, lo, hi, s, i, j, threshold):
                     matched = True
                     out_a, out_b = _push_edge(out_a, out_b, n_out, s + i, s + j)
                     n_out += 1
@@ -333,9 +333,10 @@ def _verify_anchors(starts, ends, sets, set_off, threshold, max_anchors):  # pra
 def verify_buckets(
     bucket: np.ndarray,
     sets: np.ndarray,
-    set_offsets: np.ndarray,
+    set_offsets: np.ndarray | None,
     threshold: float,
     max_anchors: int | None = None,
+    set_bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Verify the candidates of each bucket with the exact Jaccard of their shingle sets.
 
@@ -356,17 +357,27 @@ def verify_buckets(
     connects; only when the budget runs out (many mutually dissimilar members) can a member
     stay apart within that bucket (it may still join through another band).
 
+    Instead of ``set_offsets``, ``set_bounds=(lo, hi)`` gives each row its own slice
+    ``sets[lo[i]:hi[i]]``, so that rows of the same document (one per bucket it is in) share
+    one copy of its set.
+
     Returns the row numbers ``(a, b)`` of the verified edges and the number of checks.
     """
+    if set_bounds is None:
+        assert set_offsets is not None
+        off = np.asarray(set_offsets, dtype=np.int64)
+        lo, hi = off[:-1], off[1:]
+    else:
+        lo = np.asarray(set_bounds[0], dtype=np.int64)
+        hi = np.asarray(set_bounds[1], dtype=np.int64)
+    lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
     bucket = np.asarray(bucket, dtype=np.int64)
     new = np.ones(len(bucket), dtype=bool)
     new[1:] = bucket[1:] != bucket[:-1]
     starts = np.flatnonzero(new).astype(np.int64)
     ends = np.append(starts[1:], len(bucket)).astype(np.int64)
     if max_anchors is not None and max_anchors > 0:
-        a, b, n = _verify_anchors(
-            starts, ends, sets, set_offsets, float(threshold), int(max_anchors)
-        )
+        a, b, n = _verify_anchors(starts, ends, sets, lo, hi, float(threshold), int(max_anchors))
     else:
-        a, b, n = _verify(starts, ends, sets, set_offsets, float(threshold))
+        a, b, n = _verify(starts, ends, sets, lo, hi, float(threshold))
     return a, b, int(n)
