@@ -16,10 +16,12 @@ when the concatenation of these per-code-point outputs has the reference's token
   canonical composition (a combining accent, a Hangul vowel or trailing consonant, an Indic
   length mark; ``SECOND0`` for those of class 0). It is safe unless the last starter before
   it (for ``SECOND0``: immediately before it) forms a composition pair with it; the kernel
-  checks that pair in ``pairs`` (blocking is ignored, so the check is conservative). A
-  non-starter ``SECOND`` after a code point whose decomposition ends in non-starters is
-  unsafe too: reordering can put it between them and compose it with an intermediate
-  (``U+1F80 U+0301`` -> ``U+1F84``).
+  checks that pair in ``pairs`` (blocking is ignored, so the check is conservative). After
+  a code point whose decomposition ends in non-starters, reordering can put a non-starter
+  ``SECOND`` between them and compose it with an intermediate (``U+1F80 U+0301`` ->
+  ``U+1F84``): there the kernel looks the code point and the mark up in ``tail_pairs``, the
+  pairs whose NFKC is not the concatenation, found by trying them all. Marks in between
+  only block compositions, never enable one.
 - ``UNSAFE``: anything else (``NFKC(c)`` holds a capital sigma, whose lower case depends on
   the neighbours; a non-starter word character; code points from U+40000 on; surrogates).
   A document holding one goes through the Python reference.
@@ -55,6 +57,7 @@ class NormTables(NamedTuple):
     ends_starter: np.ndarray  # bool: NFKC(c) ends with a starter
     tail_marks: np.ndarray  # bool: NFKD(c) has non-starters after its last starter
     pairs: np.ndarray  # sorted int64 keys (first << 21) | second of every composition
+    tail_pairs: np.ndarray  # keys (c << 21) | s where NFKC(c + s) != NFKC(c) + s, c tailed
     max_tokens: int  # the most tokens one code point's output holds
 
 
@@ -128,6 +131,14 @@ def norm_tables() -> NormTables:
         pos += len(out)
     out_off[n] = pos
     out_data = np.frombuffer(b"".join(chunks), dtype=np.uint8).copy()
+    # a non-starter second character after a code point whose decomposition ends in
+    # non-starters: tried directly, since reordering can compose it with an intermediate
+    tail_keys = []
+    for s in np.flatnonzero(cls == SECOND).tolist():
+        for cp in np.flatnonzero(tail_marks).tolist():
+            pre = norm("NFKC", chr(cp))
+            if norm("NFKC", chr(cp) + chr(s)) != pre + chr(s):
+                tail_keys.append((cp << 21) | s)
     return NormTables(
         cls,
         out_off,
@@ -136,5 +147,6 @@ def norm_tables() -> NormTables:
         ends_starter,
         tail_marks,
         np.array(keys, dtype=np.int64),
+        np.array(sorted(tail_keys), dtype=np.int64),
         max_tokens,
     )

@@ -19,9 +19,12 @@ The pipeline from raw text to a signature is three steps, each a pure function:
    a 2-independent family). 64-bit: ``h_j(x) = fmix64(x ^ s_j)``. A document without shingles
    gets the all-``max`` signature and is never a candidate (see :mod:`.lsh`).
 
-ASCII documents are normalised inside the numba tokenizer (NFKC is the identity on ASCII);
-only documents with non-ASCII bytes go through Python's :mod:`unicodedata` and :mod:`re`, so
-the result equals the reference normalisation exactly.
+The word tokenizer applies the normalisation itself, in numba: ASCII bytes directly (NFKC is
+the identity on ASCII), other code points through per-code-point tables built from
+:mod:`unicodedata` (:mod:`._normtables`). A document holding a code point whose normalisation
+depends on its neighbours in a way the tables do not cover (a capital sigma; an accent that
+composes with the letter before it) goes through Python's :mod:`unicodedata` and :mod:`re`,
+so the tokens always equal the reference normalisation's exactly.
 
 Examples
 --------
@@ -46,8 +49,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from curator_dask.dedup._normtables import PLAIN as _PLAIN
 from curator_dask.dedup._normtables import SECOND as _SECOND
-from curator_dask.dedup._normtables import SECOND0 as _SECOND0
 from curator_dask.dedup._normtables import UNSAFE as _UNSAFE
 from curator_dask.dedup._normtables import norm_tables
 
@@ -209,88 +212,51 @@ def _decode(data, p, end):  # pragma: no cover - compiled
     return cp, p
 
 
-@numba.njit(nogil=True, cache=True)
-def _table_safe(
-    data, offsets, cls, last_starter, ends_starter, tail_marks, pairs
-):  # pragma: no cover
-    """True for every document whose tokens the tables give exactly (see ``_normtables``)."""
-    n_docs = len(offsets) - 1
-    ok = np.ones(n_docs, dtype=np.bool_)
-    n_cp = len(cls)
-    for i in range(n_docs):
-        last = np.int64(-1)  # the last starter so far (NFKC form)
-        adjacent = False  # ... and it is the last character so far
-        tail = False  # ... and its code point's decomposition ends in non-starters
-        p, end = offsets[i], offsets[i + 1]
-        while p < end:
-            c = data[p]
-            if c < 0x80:
-                last = np.int64(c)
-                adjacent = True
-                tail = False
-                p += 1
-                continue
-            cp, p = _decode(data, p, end)
-            if cp >= n_cp:
-                ok[i] = False
-                break
-            kind = cls[cp]
-            if kind == _UNSAFE:
-                ok[i] = False
-                break
-            if kind == _SECOND and last >= 0 and tail:
-                ok[i] = False
-                break
-            if (kind == _SECOND or (kind == _SECOND0 and adjacent)) and last >= 0:
-                key = (last << 21) | cp
-                j = np.searchsorted(pairs, key)
-                if j < len(pairs) and pairs[j] == key:
-                    ok[i] = False
-                    break
-            ls = last_starter[cp]
-            if ls >= 0:
-                last = np.int64(ls)
-                adjacent = ends_starter[cp]
-                tail = tail_marks[cp]
-            else:
-                adjacent = False
-    return ok
+@numba.njit(inline="always")
+def _is_pair(keys, first, second):  # pragma: no cover - compiled
+    key = (first << 21) | second
+    j = np.searchsorted(keys, key)
+    return j < len(keys) and keys[j] == key
 
 
 @numba.njit(nogil=True, cache=True)
-def _word_shingles(
-    data, offsets, fb_index, fb_data, fb_offsets, out_off_t, out_data_t, max_tokens, ngram
-):  # pragma: no cover - compiled
+def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - compiled
     """Word shingles of every document; the tokens are the runs of word characters.
 
-    ASCII bytes: ``[A-Za-z0-9]`` are word characters (lower-cased). Other bytes: a document
-    with ``fb_index[i] >= 0`` is already normalised (``fb_data``), so every non-ASCII byte
-    is a word byte; otherwise each code point is replaced by its table output
-    (``out_data_t[out_off_t[cp]:out_off_t[cp + 1]]``, a space for a non-word character).
+    ASCII bytes: ``[A-Za-z0-9]`` are word characters (lower-cased). Other bytes: when
+    ``raw`` (the text is normalised already) every non-ASCII byte is a word byte; otherwise
+    each code point is replaced by its table output (a space for a non-word character), and
+    a document the tables cannot do exactly (see ``_normtables``) gets no shingles and
+    ``ok[i] = False``. Returns ``(hashes, offsets, ok)``.
     """
+    cls, out_off_t, out_data_t, last_starter, ends_starter, tail_marks = tables[:6]
+    pairs, tail_pairs, max_tokens = tables[6:]
+    n_cp = len(cls)
     n_docs = len(offsets) - 1
+    ok = np.ones(n_docs, dtype=np.bool_)
     out_off = np.zeros(n_docs + 1, dtype=np.int64)
     out = np.empty(16 + (offsets[n_docs] - offsets[0]) // 2 + n_docs, dtype=np.uint64)
     tok = np.empty(0, dtype=np.uint64)
     top = _poly_top(ngram)
     pos = 0
     for i in range(n_docs):
-        raw = fb_index[i] >= 0
-        if raw:
-            src = fb_data
-            start, end = fb_offsets[fb_index[i]], fb_offsets[fb_index[i] + 1]
-        else:
-            src = data
-            start, end = offsets[i], offsets[i + 1]
+        start, end = offsets[i], offsets[i + 1]
         # at most one token per two bytes, times the most tokens one code point gives
         if len(tok) < (end - start) * max_tokens // 2 + 2:
             tok = np.empty((end - start) * max_tokens + 2, dtype=np.uint64)
         nt = 0
         h = FNV_OFFSET
         in_tok = False
+        # composition state: the last starter (NFKC form), whether it is the last
+        # character, whether its code point's decomposition ends in non-starters, that
+        # code point
+        last = np.int64(-1)
+        adjacent = False
+        tail = False
+        provider = np.int64(-1)
         p = start
         while p < end:
-            c = src[p]
+            c = data[p]
             if c < 128:
                 p += 1
                 if (c >= 97 and c <= 122) or (c >= 48 and c <= 57):
@@ -304,22 +270,52 @@ def _word_shingles(
                     nt += 1
                     h = FNV_OFFSET
                     in_tok = False
-            elif raw:
+                continue
+            if raw:
                 p += 1
                 in_tok = True
                 h = (h ^ np.uint64(c)) * FNV_PRIME
+                continue
+            if p > start and data[p - 1] < 128:
+                # an ASCII character (its own NFKC, a starter) came last
+                last = np.int64(data[p - 1])
+                adjacent = True
+                tail = False
+                provider = last
+            cp, p = _decode(data, p, end)
+            kind = cls[cp] if cp < n_cp else _UNSAFE
+            if kind != _PLAIN:
+                if kind == _UNSAFE:
+                    ok[i] = False
+                    break
+                if kind == _SECOND and tail:
+                    if _is_pair(tail_pairs, provider, cp):
+                        ok[i] = False
+                        break
+                elif (kind == _SECOND or adjacent) and last >= 0 and _is_pair(pairs, last, cp):
+                    ok[i] = False
+                    break
+            ls = last_starter[cp]
+            if ls >= 0:
+                last = np.int64(ls)
+                adjacent = ends_starter[cp]
+                tail = tail_marks[cp]
+                provider = cp
             else:
-                cp, p = _decode(src, p, end)
-                for q in range(out_off_t[cp], out_off_t[cp + 1]):
-                    b = out_data_t[q]
-                    if b != 32:
-                        in_tok = True
-                        h = (h ^ np.uint64(b)) * FNV_PRIME
-                    elif in_tok:
-                        tok[nt] = h
-                        nt += 1
-                        h = FNV_OFFSET
-                        in_tok = False
+                adjacent = False
+            for q in range(out_off_t[cp], out_off_t[cp + 1]):
+                b = out_data_t[q]
+                if b != 32:
+                    in_tok = True
+                    h = (h ^ np.uint64(b)) * FNV_PRIME
+                elif in_tok:
+                    tok[nt] = h
+                    nt += 1
+                    h = FNV_OFFSET
+                    in_tok = False
+        if not ok[i]:
+            out_off[i + 1] = pos
+            continue
         if in_tok:
             tok[nt] = h
             nt += 1
@@ -329,32 +325,46 @@ def _word_shingles(
             out = grown
         pos = _rolling_shingles(tok, nt, ngram, top, out, pos)
         out_off[i + 1] = pos
-    return out[:pos], out_off
+    return out[:pos], out_off, ok
+
+
+@numba.njit(nogil=True, cache=True)
+def _splice(hashes, offsets, slow, fb_hashes, fb_offsets):  # pragma: no cover - compiled
+    """Put the shingles of documents ``slow`` (empty in ``hashes``) back in document order."""
+    n_docs = len(offsets) - 1
+    out = np.empty(len(hashes) + len(fb_hashes), dtype=np.uint64)
+    out_off = np.zeros(n_docs + 1, dtype=np.int64)
+    pos = 0
+    k = 0
+    for i in range(n_docs):
+        if k < len(slow) and slow[k] == i:
+            seg = fb_hashes[fb_offsets[k] : fb_offsets[k + 1]]
+            k += 1
+        else:
+            seg = hashes[offsets[i] : offsets[i + 1]]
+        out[pos : pos + len(seg)] = seg
+        pos += len(seg)
+        out_off[i + 1] = pos
+    return out, out_off
 
 
 def _word_shingle_hashes(text: pd.Series, ngram: int, normalization: str) -> Any:
     if normalization not in ("simple", "none"):
         raise ValueError(f"normalization must be 'simple' or 'none', got {normalization!r}")
     data, offsets = utf8_buffers(text)
-    n = len(offsets) - 1
-    fb_index = np.full(n, -1, dtype=np.int64)
-    fb_data, fb_offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
-    t = norm_tables()
+    tables = tuple(norm_tables())
     if normalization == "none":
         # tokens over the raw bytes: every non-ASCII byte is a word byte
-        return _word_shingles(
-            data, offsets, np.arange(n), data, offsets, t.out_off, t.out_data, t.max_tokens, ngram
-        )
-    safe = _table_safe(data, offsets, t.cls, t.last_starter, t.ends_starter, t.tail_marks, t.pairs)
-    slow = np.flatnonzero(~safe)
-    if len(slow):
-        # documents the tables cannot do exactly: the Python reference, then raw tokens
-        values = text.astype(object).fillna("").to_numpy()[slow]
-        fb_data, fb_offsets = utf8_buffers(pd.Series([_normalize_one(v) for v in values]))
-        fb_index[slow] = np.arange(len(slow))
-    return _word_shingles(
-        data, offsets, fb_index, fb_data, fb_offsets, t.out_off, t.out_data, t.max_tokens, ngram
-    )
+        return _word_shingles(data, offsets, True, tables, ngram)[:2]
+    hashes, out_off, ok = _word_shingles(data, offsets, False, tables, ngram)
+    if ok.all():
+        return hashes, out_off
+    # documents the tables cannot do exactly: the Python reference, then raw tokens
+    slow = np.flatnonzero(~ok)
+    values = text.astype(object).fillna("").to_numpy()[slow]
+    fb_data, fb_offsets = utf8_buffers(pd.Series([_normalize_one(v) for v in values]))
+    fb_hashes, fb_out_off, _ = _word_shingles(fb_data, fb_offsets, True, tables, ngram)
+    return _splice(hashes, out_off, slow, fb_hashes, fb_out_off)
 
 
 def shingle_hashes(
