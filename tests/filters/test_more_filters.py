@@ -155,6 +155,7 @@ def test_length_ratio_filter():
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory):
     """A tiny word-level tokenizer, saved the way save_pretrained saves one."""
+    pytest.importorskip("tokenizers")  # the models extra
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
