@@ -22,8 +22,12 @@ when the concatenation of these per-code-point outputs has the reference's token
   ``U+1F84``): there the kernel looks the code point and the mark up in ``tail_pairs``, the
   pairs whose NFKC is not the concatenation, found by trying them all. Marks in between
   only block compositions, never enable one.
-- ``UNSAFE``: anything else (``NFKC(c)`` holds a capital sigma, whose lower case depends on
-  the neighbours; a non-starter word character; code points from U+40000 on; surrogates).
+- ``SIGMA``: ``NFKC(c)`` is the capital sigma, whose lower case is final (U+03C2) or not
+  (U+03C3) by the characters around it (CPython's ``handle_capital_sigma``); the kernel
+  applies that rule with ``sigma_back`` and ``sigma_fwd``, what each neighbouring code
+  point's NFKC shows to the rule's backward and forward scans.
+- ``UNSAFE``: anything else (a non-starter word character; code points from U+40000 on;
+  surrogates).
   A document holding one goes through the Python reference.
 
 The tables depend on the interpreter's :mod:`unicodedata` version and are built once per
@@ -35,11 +39,16 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-UNSAFE, PLAIN, SECOND, SECOND0 = 0, 1, 2, 3
+UNSAFE, PLAIN, SECOND, SECOND0, SIGMA = 0, 1, 2, 3, 4
+# how a code point's NFKC looks to Python's final-sigma rule, scanning away from the sigma:
+# its first character that is not case-ignorable is cased / not cased; all are ignorable;
+# unknown (a non-starter that is not case-ignorable: mark reordering could move it)
+CASED, NOT_CASED, IGNORABLE, UNKNOWN = 1, 0, 2, 3
 N_CODE_POINTS = 0x40000  # planes 0-3; later planes are unassigned or private use
 _WORD = re.compile(r"[^\W_]")
 _SIGMA = "\u03a3"
@@ -58,6 +67,8 @@ class NormTables(NamedTuple):
     tail_marks: np.ndarray  # bool: NFKD(c) has non-starters after its last starter
     pairs: np.ndarray  # sorted int64 keys (first << 21) | second of every composition
     tail_pairs: np.ndarray  # keys (c << 21) | s where NFKC(c + s) != NFKC(c) + s, c tailed
+    sigma_back: np.ndarray  # int8 CASED/NOT_CASED/IGNORABLE/UNKNOWN, scanning backwards
+    sigma_fwd: np.ndarray  # int8, the same scanning forwards
     max_tokens: int  # the most tokens one code point's output holds
 
 
@@ -82,6 +93,30 @@ def _composition_pairs() -> tuple[set[int], list[int]]:
     return seconds, sorted(set(keys))
 
 
+def _sigma_view(nfkc: str, ccc: Callable[[str], int]) -> tuple[int, int]:
+    # Python's own lower() tells: a sigma after text ending in a cased letter is final
+    if any(ccc(ch) and _sigma_stops(ch) for ch in nfkc):
+        return UNKNOWN, UNKNOWN
+    if (nfkc + _SIGMA).lower()[-1] == "ς":
+        back = CASED
+    elif ("A" + nfkc + _SIGMA).lower()[-1] == "ς":
+        back = IGNORABLE
+    else:
+        back = NOT_CASED
+    if ("A" + _SIGMA + nfkc + "A").lower()[1] == "ς":
+        fwd = NOT_CASED
+    elif ("A" + _SIGMA + nfkc).lower()[1] == "ς":
+        fwd = IGNORABLE
+    else:
+        fwd = CASED
+    return back, fwd
+
+
+def _sigma_stops(ch: str) -> bool:
+    """True when ``ch`` is not case-ignorable (the final-sigma scan stops there)."""
+    return ("A" + ch + _SIGMA).lower()[-1] != "ς" or (ch + _SIGMA).lower()[-1] == "ς"
+
+
 def _output(nfkc: str) -> bytes:
     return "".join(ch if _WORD.match(ch) else " " for ch in nfkc.lower()).encode("utf-8")
 
@@ -96,6 +131,8 @@ def norm_tables() -> NormTables:
     last_starter = np.full(n, -1, dtype=np.int32)
     ends_starter = np.zeros(n, dtype=np.bool_)
     tail_marks = np.zeros(n, dtype=np.bool_)
+    sigma_back = np.full(n, UNKNOWN, dtype=np.int8)
+    sigma_fwd = np.full(n, UNKNOWN, dtype=np.int8)
     chunks: list[bytes] = []
     pos = 0
     max_tokens = 1
@@ -113,6 +150,10 @@ def norm_tables() -> NormTables:
         ends_starter[cp] = not ccc(nfkc[-1])
         d = norm("NFKD", c)
         tail_marks[cp] = bool(ccc(d[-1])) and any(not ccc(ch) for ch in d)
+        sigma_back[cp], sigma_fwd[cp] = _sigma_view(nfkc, ccc)
+        if nfkc == _SIGMA:
+            cls[cp] = SIGMA
+            continue
         if _SIGMA in nfkc or any(ccc(ch) and _WORD.match(ch) for ch in nfkc.lower()):
             continue
         first = ord(d[0])
@@ -148,5 +189,7 @@ def norm_tables() -> NormTables:
         tail_marks,
         np.array(keys, dtype=np.int64),
         np.array(sorted(tail_keys), dtype=np.int64),
+        sigma_back,
+        sigma_fwd,
         max_tokens,
     )

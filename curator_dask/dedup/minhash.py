@@ -49,8 +49,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from curator_dask.dedup._normtables import CASED as _CASED
+from curator_dask.dedup._normtables import IGNORABLE as _IGNORABLE
+from curator_dask.dedup._normtables import NOT_CASED as _NOT_CASED
 from curator_dask.dedup._normtables import PLAIN as _PLAIN
 from curator_dask.dedup._normtables import SECOND as _SECOND
+from curator_dask.dedup._normtables import SIGMA as _SIGMA
+from curator_dask.dedup._normtables import UNKNOWN as _UNKNOWN
 from curator_dask.dedup._normtables import UNSAFE as _UNSAFE
 from curator_dask.dedup._normtables import norm_tables
 
@@ -219,6 +224,48 @@ def _is_pair(keys, first, second):  # pragma: no cover - compiled
     return j < len(keys) and keys[j] == key
 
 
+@numba.njit
+def _final_sigma(data, start, end, q, p, back, fwd):  # pragma: no cover - compiled
+    """CPython's final-sigma rule for the sigma at ``data[q:p]``: 1 final, 0 not, -1 unknown.
+
+    Final when the nearest character before it that is not case-ignorable is cased and the
+    nearest such character after it is not cased (or there is none). ``back``/``fwd`` say
+    what each code point's NFKC shows to these scans; a long run of ignorable characters
+    gives up (-1) to bound the work.
+    """
+    n_cp = len(back)
+    seen = 0
+    j = q
+    view = _IGNORABLE
+    while j > start and view == _IGNORABLE:
+        j -= 1
+        while j > start and (data[j] & 0xC0) == 0x80:
+            j -= 1
+        cp, _ = _decode(data, j, end) if data[j] >= 0x80 else (np.int64(data[j]), j + 1)
+        view = back[cp] if cp < n_cp else _UNKNOWN
+        seen += 1
+        if seen > 64:
+            return -1
+    if view == _UNKNOWN:
+        return -1
+    if view != _CASED:
+        return 0
+    j = p
+    while j < end:
+        c = data[j]
+        if c < 0x80:
+            cp, j = np.int64(c), j + 1
+        else:
+            cp, j = _decode(data, j, end)
+        view = fwd[cp] if cp < n_cp else _UNKNOWN
+        seen += 1
+        if view == _UNKNOWN or seen > 128:
+            return -1
+        if view != _IGNORABLE:
+            return 1 if view == _NOT_CASED else 0
+    return 1
+
+
 @numba.njit(nogil=True, cache=True)
 def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - compiled
     """Word shingles of every document; the tokens are the runs of word characters.
@@ -230,7 +277,7 @@ def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - com
     ``ok[i] = False``. Returns ``(hashes, offsets, ok)``.
     """
     cls, out_off_t, out_data_t, last_starter, ends_starter, tail_marks = tables[:6]
-    pairs, tail_pairs, max_tokens = tables[6:]
+    pairs, tail_pairs, sigma_back, sigma_fwd, max_tokens = tables[6:]
     n_cp = len(cls)
     n_docs = len(offsets) - 1
     ok = np.ones(n_docs, dtype=np.bool_)
@@ -282,12 +329,27 @@ def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - com
                 adjacent = True
                 tail = False
                 provider = last
+            q = p
             cp, p = _decode(data, p, end)
             kind = cls[cp] if cp < n_cp else _UNSAFE
             if kind != _PLAIN:
                 if kind == _UNSAFE:
                     ok[i] = False
                     break
+                if kind == _SIGMA:
+                    final = _final_sigma(data, start, end, q, p, sigma_back, sigma_fwd)
+                    if final < 0:
+                        ok[i] = False
+                        break
+                    # lower case: U+03C2 (final) or U+03C3, UTF-8 CF 82 / CF 83
+                    in_tok = True
+                    h = (h ^ np.uint64(0xCF)) * FNV_PRIME
+                    h = (h ^ np.uint64(0x83 - final)) * FNV_PRIME
+                    last = np.int64(0x3A3)
+                    adjacent = True
+                    tail = False
+                    provider = cp
+                    continue
                 if kind == _SECOND and tail:
                     if _is_pair(tail_pairs, provider, cp):
                         ok[i] = False

@@ -96,16 +96,25 @@ def test_every_code_point_after_and_before_each_kind_of_neighbour():
     # code points from U+40000 on always take the Python path
     t = norm_tables()
     neighbours = [int(np.flatnonzero(t.cls == k)[7]) for k in (SECOND, SECOND0, UNSAFE)]
-    neighbours += [0x0301, 0x09BE, 0x0DCA, 0x1161, 0x11A8]
+    neighbours += [0x0301, 0x09BE, 0x0DCA, 0x1161, 0x11A8, 0x03A3]
     cps = [c for c in all_code_points() if ord(c) < len(t.cls)]
     for nb in map(chr, neighbours):
         texts = [nb + c for c in cps] + [c + nb for c in cps]
         assert compiled(texts, 2) == via_reference_normalisation(texts, 2), hex(ord(nb))
 
 
+@pytest.mark.slow
+def test_capital_sigma_beside_every_code_point():
+    # lower() makes a capital sigma final by the cased and case-ignorable characters around
+    cps = [c for c in all_code_points() if ord(c) < len(norm_tables().cls)]
+    for template in ("A{}\u03a3", "A\u03a3{}", "A\u03a3{}b", "{}\u03a3 \u03a3{}\u03a3"):
+        texts = [template.format(c, c) for c in cps]
+        assert compiled(texts, 1) == via_reference_normalisation(texts, 1), template
+
+
 # characters where NFKC, lower() or \w act on more than one code point, or expand
 TRICKY = (
-    "aeiouAEIOUnNcCsS İıiIΣσςΟΔΑß ẞ Ǆǅǆ ﬁﬂﬀﬃ ﬅ Å Ω K ¨´¸ ⑴ ① ㍱ ﷺ ﹰ ｱｶﾞ ＡＢｃ１２"
+    "aeiouAEIOUnNcCsS İıiIΣσςΟΔΑϹ\U0001d6ba:^`·ß ẞ Ǆǅǆ ﬁﬂﬀﬃ ﬅ Å Ω K ¨´¸ ⑴ ① ㍱ ﷺ ﹰ ｱｶﾞ ＡＢｃ１２"
     "\u0300\u0301\u0308\u0323\u031b\u0327\u0340\u0344\u0345\u034f\u0360\u20dd"
     "\u1100\u1101\u1161\u1175\u11a8\u11c2\u3131\u314f\u3164가각힣"
     "\u0915\u093c\u093f\u094d\u0930\u0937\u0958"  # Devanagari: nukta, virama
