@@ -8,12 +8,13 @@ rule sets are :class:`C4QualityFilter` and :class:`FineWebQualityFilter`.
 from __future__ import annotations
 
 from curator_dask.filters.bitext import LengthRatioFilter
-from curator_dask.filters.c4 import C4QualityFilter
+from curator_dask.filters.c4 import C4BadWordsFilter, C4QualityFilter
 from curator_dask.filters.code import (
     AlphaFilter,
     GeneralCommentToCodeFilter,
     HTMLBoilerplateFilter,
     NumberOfLinesOfCodeFilter,
+    PerExtensionFilter,
     PythonCommentToCodeFilter,
     XMLHeaderFilter,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "AlphaFilter",
     "BoilerPlateStringFilter",
     "BulletsFilter",
+    "C4BadWordsFilter",
     "C4QualityFilter",
     "CommonEnglishWordsFilter",
     "EllipsisFilter",
@@ -65,6 +67,7 @@ __all__ = [
     "NumberOfLinesOfCodeFilter",
     "NumbersFilter",
     "ParenthesesFilter",
+    "PerExtensionFilter",
     "PornographicUrlsFilter",
     "PunctuationFilter",
     "PythonCommentToCodeFilter",

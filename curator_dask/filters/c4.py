@@ -6,7 +6,8 @@ sentences, any "lorem ipsum", any curly bracket, or a word longer than 1000 char
 Here the line rules are :func:`c4_line_keep` (used by
 :class:`~curator_dask.modifiers.C4LineModifier`, which rewrites the text) and the page
 rules are :class:`C4QualityFilter` (which keeps or drops whole documents, counting
-sentences in the lines the line rules would keep). C4's bad-words list is not applied.
+sentences in the lines the line rules would keep). C4's bad-words rule is
+:class:`C4BadWordsFilter`, with a list the user gives (none ships).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from curator_dask import text as S
 from curator_dask.filters._rules import RuleSetFilter
+from curator_dask.stage import Filter
 
 #: Lines containing any of these (case-insensitive) are removed, as in C4. Our own list.
 C4_POLICY_STRINGS: tuple[str, ...] = (
@@ -132,3 +134,64 @@ class C4QualityFilter(RuleSetFilter):
             curly_bracket=scores["curly_bracket"] & self.remove_curly_bracket,
         )
         return fails
+
+
+def _escape(phrase: str) -> str:
+    return "".join("\\" + c if c in r".^$*+?()[]{}|\/" else c for c in phrase)
+
+
+@dataclass(kw_only=True)
+class C4BadWordsFilter(Filter):
+    """Drop documents containing a word or phrase of a bad-words list (C4's last rule).
+
+    C4 dropped every page holding a word of the "List of Dirty, Naughty, Obscene, and
+    Otherwise Bad Words" (LDNOOBW). No list ships with curator_dask: give one, e.g. the
+    LDNOOBW ``en`` file (one entry per line) as ``bad_words_path``.
+
+    Parameters
+    ----------
+    bad_words : iterable of str, optional
+        The entries (words or phrases).
+    bad_words_path : str, optional
+        Instead of ``bad_words``: a UTF-8 text file with one entry per line (blank lines
+        skipped). Read once, on the client, when the filter is built.
+
+    An entry matches case-insensitively (both sides lower-cased) where it is not part of
+    a longer word: the characters around it are not letters, numbers or ``_``.
+
+    Score: 1 when the document holds an entry, else 0; kept when 0.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = C4BadWordsFilter(bad_words=["darn", "heck no"])
+    >>> f.score(pd.Series(["Darn!", "darning", "oh HECK  no", "heck no."])).tolist()
+    [1, 0, 0, 1]
+    """
+
+    bad_words: tuple[str, ...] | frozenset[str] | list[str] | None = None
+    bad_words_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.bad_words is None) == (self.bad_words_path is None):
+            raise ValueError("give exactly one of bad_words or bad_words_path")
+        if self.bad_words_path is not None:
+            with open(self.bad_words_path, encoding="utf-8") as f:
+                self.bad_words = tuple(line.strip() for line in f if line.strip())
+            self.bad_words_path = None  # resolved: the words travel, not the path
+        words = sorted({w.strip().lower() for w in self.bad_words or () if w.strip()})
+        if not words:
+            raise ValueError("the bad-words list is empty")
+        self.bad_words = tuple(words)
+
+    def score(self, text: Any) -> Any:
+        t = S.as_text(text)
+        # Not a letter, number or "_" (RE2 has Unicode classes; libcudf's \W is Unicode).
+        not_word = r"\W" if S.is_cudf(t) else r"[^\pL\pN_]"
+        body = "|".join(_escape(w) for w in self.bad_words or ())
+        pattern = f"(?:^|{not_word})(?:{body})(?:$|{not_word})"
+        hit = t.str.lower().str.contains(pattern, regex=True)
+        return S.restore_index(hit.fillna(False).astype("int64"), text.index)
+
+    def keep_score(self, score: Any) -> Any:
+        return score == 0

@@ -13,7 +13,8 @@ Definitions (this project's):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import csv
+from dataclasses import dataclass, field
 from typing import Any
 
 from curator_dask import text as S
@@ -188,3 +189,113 @@ class HTMLBoilerplateFilter(Filter):
 
     def keep_score(self, score: Any) -> Any:
         return score >= self.min_lang_chars_ratio
+
+
+def _metadata_language(lang: str) -> str:
+    """A dataset's language name as the metadata file spells it (``C#`` -> ``c-sharp``)."""
+    return {"C#": "c-sharp", "F#": "f-sharp"}.get(lang, lang.lower().replace(" ", "-"))
+
+
+def _optional_number(value: str | None) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+@dataclass(kw_only=True)
+class PerExtensionFilter(Filter):
+    """Keep code files that pass the rules of their language and extension.
+
+    The rules come from ``metadata_file``, a CSV with one row per (``language``,
+    ``extension``) and the columns NeMo Curator's ``PerExtensionFilter`` reads:
+    ``Include`` (1 to keep files of this kind at all), ``Long_line_threshold`` (longest
+    kept line, characters; when set, the mean line length must also be at most
+    ``max_mean_line_length``), ``Alphanum_threshold`` (smallest kept share of letters
+    and numbers) and ``Alpha filter`` (smallest kept share of letters); an empty cell
+    means no rule. No metadata file ships with curator_dask. The file is read once, on
+    the client, when the filter is built.
+
+    Here a line is a piece of ``text.split("\\n")`` (empty lines included, not
+    stripped); letters and numbers are Unicode categories L and N.
+
+    Parameters
+    ----------
+    lang : str
+        The files' language as a dataset names it (``"Python"``, ``"C#"``); lower-cased,
+        spaces to ``-``, ``C#``/``F#`` to ``c-sharp``/``f-sharp`` to find its rows.
+    extension : str
+        The files' extension as the metadata file spells it (``""`` for none).
+    metadata_file : str
+        The CSV.
+    max_mean_line_length : float
+        The mean-line-length bound that comes with a long-line threshold (100).
+
+    Score: 1 when the document passes every rule, 0 otherwise (and for a language and
+    extension that the file does not list, or does not include).
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "meta.csv")
+    >>> with open(path, "w") as out:
+    ...     _ = out.write(
+    ...         "language,extension,Include,Long_line_threshold,Alphanum_threshold,Alpha filter\\n"
+    ...         "python,py,1,20,0.5,\\n"
+    ...     )
+    >>> f = PerExtensionFilter(lang="Python", extension="py", metadata_file=path)
+    >>> code = ["total = value1\\nother = value2", "s = '" + "a" * 30 + "'", "+-*/ (x)"]
+    >>> f.score(pd.Series(code)).tolist()
+    [1, 0, 0]
+    """
+
+    lang: str = ""
+    extension: str = ""
+    metadata_file: str = ""
+    max_mean_line_length: float = 100
+    #: The rule read from ``metadata_file``: (include, long line, alphanumeric, alphabetic).
+    rule: tuple[bool, float | None, float | None, float | None] = field(
+        init=False, default=(False, None, None, None)
+    )
+
+    def __post_init__(self) -> None:
+        if not self.metadata_file:
+            raise ValueError("metadata_file: give the per-extension rules (a CSV)")
+        language = _metadata_language(self.lang)
+        rows = {}
+        with open(self.metadata_file, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                rows[(row.get("language", ""), row.get("extension", ""))] = row
+        if not any(lang == language for lang, _ in rows):
+            raise ValueError(f"{self.metadata_file} has no rows for language {language!r}")
+        found = rows.get((language, self.extension or ""))
+        if found is not None:
+            self.rule = (
+                str(found.get("Include", "")).strip() == "1",
+                _optional_number(found.get("Long_line_threshold")),
+                _optional_number(found.get("Alphanum_threshold")),
+                _optional_number(found.get("Alpha filter")),
+            )
+
+    def score(self, text: Any) -> Any:
+        t = S.as_text(text)
+        include, long_line, alnum_min, alpha_min = self.rule
+        ok = S.nchars(t) * 0 == 0
+        if not include:
+            return S.restore_index((~ok).astype("int64"), text.index)
+        n = S.nchars(t)
+        if long_line is not None:
+            rows = S.split_rows(t, "\n", drop_empty=False)
+            rows["len"] = S.nchars(rows["piece"])
+            longest = S.per_doc(rows, "len", "max", len(t))
+            pieces = S.per_doc(rows, "len", "size", len(t)).clip(lower=1)
+            mean = (n - (pieces - 1)).astype("float64") / pieces
+            ok &= (longest <= long_line) & (mean <= self.max_mean_line_length)
+        if alnum_min is not None:
+            ok &= S.ratio(S.count(t, S.char_class(t, "alnum")), n) >= alnum_min
+        if alpha_min is not None:
+            ok &= S.ratio(S.count(t, S.char_class(t, "letter")), n) >= alpha_min
+        return S.restore_index(ok.astype("int64"), text.index)
+
+    def keep_score(self, score: Any) -> Any:
+        return score == 1

@@ -162,3 +162,18 @@ def test_token_count_filter_from_a_local_directory_or_a_tokenizer(saved_tokenize
         TokenCountFilter(hf_model_name=str(tmp_path / "meta-llama"))
     with pytest.raises(ValueError, match="local files"):
         TokenCountFilter(hf_model_name=str(directory), hf_token="hf_x")
+
+
+def test_per_extension_filter_with_nemo_positional_arguments(tmp_path, monkeypatch):
+    from curator_dask.nemo.filters import PerExtensionFilter
+
+    (tmp_path / "code_meta.csv").write_text(
+        "language,extension,Include,Long_line_threshold,Alphanum_threshold,Alpha filter\n"
+        "python,py,1,30,,\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    frame = pd.DataFrame({"text": ["x = 1\n", "y = '" + "z" * 40 + "'\n", "ok\n"]})
+    ds = DocumentDataset(dd.from_pandas(frame, npartitions=2))
+    with dask.config.set(scheduler="sync"):
+        got = ScoreFilter(PerExtensionFilter("Python", "py"))(ds).df.compute()
+    assert got["text"].tolist() == ["x = 1\n", "ok\n"]

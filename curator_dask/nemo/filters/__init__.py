@@ -178,6 +178,17 @@ class GeneralCommentToCodeFilter(_nemo(native.GeneralCommentToCodeFilter)):  # t
 PornographicUrlsFilter = _nemo(native.PornographicUrlsFilter)
 
 
+class PerExtensionFilter(_nemo(native.PerExtensionFilter)):  # type: ignore[misc]
+    """NeMo's ``PerExtensionFilter(lang, extension, metadata_file="code_meta.csv")``.
+
+    The metadata file has NeMo's columns; none ships with curator_dask, so the default
+    name must exist where the script runs (it is read there, once).
+    """
+
+    def __init__(self, lang: str, extension: str, metadata_file: str = "code_meta.csv") -> None:
+        super().__init__(lang=lang, extension=extension, metadata_file=metadata_file)
+
+
 class TokenCountFilter(_nemo(native.TokenCountFilter)):  # type: ignore[misc]
     """NeMo's ``TokenCountFilter(tokenizer, hf_model_name, hf_token, min_tokens, max_tokens)``.
 
@@ -239,6 +250,7 @@ __all__ = [
     "NumberOfLinesOfCodeFilter",
     "NumbersFilter",
     "ParenthesesFilter",
+    "PerExtensionFilter",
     "PornographicUrlsFilter",
     "PunctuationFilter",
     "PythonCommentToCodeFilter",
