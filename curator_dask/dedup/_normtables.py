@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Callable
 from typing import NamedTuple
@@ -121,9 +122,17 @@ def _output(nfkc: str) -> bytes:
     return "".join(ch if _WORD.match(ch) else " " for ch in nfkc.lower()).encode("utf-8")
 
 
-@functools.cache
+_LOCK = threading.Lock()
+
+
 def norm_tables() -> NormTables:
-    """Build the tables (once per process)."""
+    """Return the tables, built once per process (threads wait for the first build)."""
+    with _LOCK:
+        return _build()
+
+
+@functools.cache
+def _build() -> NormTables:
     seconds, keys = _composition_pairs()
     n = N_CODE_POINTS
     cls = np.zeros(n, dtype=np.uint8)

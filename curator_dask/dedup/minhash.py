@@ -217,6 +217,13 @@ def _decode(data, p, end):  # pragma: no cover - compiled
     return cp, p
 
 
+# ASCII byte -> its lower case when a word character ([A-Za-z0-9]), else 0
+_ASCII_WORD = np.array(
+    [c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 else 0 for c in range(128)],
+    dtype=np.uint8,
+)
+
+
 @numba.njit(inline="always")
 def _is_pair(keys, first, second):  # pragma: no cover - compiled
     key = (first << 21) | second
@@ -306,12 +313,10 @@ def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - com
             c = data[p]
             if c < 128:
                 p += 1
-                if (c >= 97 and c <= 122) or (c >= 48 and c <= 57):
+                w = _ASCII_WORD[c]
+                if w:
                     in_tok = True
-                    h = (h ^ np.uint64(c)) * FNV_PRIME
-                elif c >= 65 and c <= 90:
-                    in_tok = True
-                    h = (h ^ np.uint64(c + 32)) * FNV_PRIME
+                    h = (h ^ np.uint64(w)) * FNV_PRIME
                 elif in_tok:
                     tok[nt] = h
                     nt += 1
