@@ -73,11 +73,12 @@ def write_parquet_atomic(
     path: str,
     storage_options: dict[str, Any] | None = None,
     schema: pa.Schema | None = None,
+    row_group_size: int | None = None,
 ) -> str:
     """Write ``frame`` as one Parquet file at ``path``, atomically (see above)."""
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(table, sink, row_group_size=row_group_size)
     write_bytes_atomic(sink.getvalue().to_pybytes(), path, storage_options)
     return path
 
@@ -120,6 +121,10 @@ class _ReadPart:
         fs, p = get_fs(path, self.storage_options)
         with fs.open(p, "rb") as fh:
             frame = pq.read_table(fh, columns=self.columns).to_pandas()
+        return self.conform(frame)
+
+    def conform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with ``meta``'s columns, in its order and types."""
         out = {}
         for name, dtype in self.meta.dtypes.items():
             col = frame[name] if name in frame else pd.Series(None, index=frame.index)
@@ -127,6 +132,62 @@ class _ReadPart:
                 col = col.astype(dtype)
             out[name] = col
         return pd.DataFrame(out, index=frame.index)
+
+
+@dataclass(frozen=True)
+class _ReadRowGroup:
+    meta: pd.DataFrame
+    columns: list[str] | None
+    key: str
+    storage_options: dict[str, Any] | None
+
+    def __call__(self, piece: tuple[str, int]) -> pd.DataFrame:
+        path, group = piece
+        fs, p = get_fs(path, self.storage_options)
+        with fs.open(p, "rb") as fh:
+            frame = pq.ParquetFile(fh).read_row_group(group, columns=self.columns).to_pandas()
+        frame = _ReadPart(self.meta, self.columns, self.storage_options).conform(frame)
+        return frame.set_index(self.key)
+
+
+def read_row_groups_by(
+    files: Sequence[str],
+    key: str,
+    meta: pd.DataFrame,
+    storage_options: dict[str, Any] | None = None,
+    columns: list[str] | None = None,
+) -> Any:
+    """A lazy frame with one partition per row group of ``files``, indexed by the int64
+    column ``key``, with divisions from the row groups' statistics, so that rows can be
+    routed to the piece that holds a key (``set_index(key, divisions=df.divisions)``). The
+    files' ``key`` must increase from row group to row group, file after file."""
+    pieces: list[tuple[str, int]] = []
+    lows: list[int] = []
+    high = 0
+    for f in files:
+        fs, p = get_fs(f, storage_options)
+        with fs.open(p, "rb") as fh:
+            md = pq.ParquetFile(fh).metadata
+        col = md.schema.to_arrow_schema().get_field_index(key)
+        for g in range(md.num_row_groups):
+            stats = md.row_group(g).column(col).statistics
+            if md.row_group(g).num_rows == 0 or stats is None or not stats.has_min_max:
+                continue
+            pieces.append((f, g))
+            lows.append(int(stats.min))
+            high = int(stats.max)
+    cols = None if columns is None else list(dict.fromkeys([*columns, key]))
+    if cols is not None:
+        meta = meta[cols]
+    if not pieces:
+        return dd.from_pandas(meta.set_index(key), npartitions=1)
+    return dd.from_map(
+        _ReadRowGroup(meta, cols, key, storage_options),
+        pieces,
+        meta=meta.set_index(key),
+        divisions=(*lows, high),
+        enforce_metadata=False,
+    )
 
 
 def read_parts(

@@ -192,8 +192,13 @@ def connected_components(
     )
     n_edges = int(dask.compute(edges.shape[0])[0]) if limit > 0 else limit + 1
     if n_edges <= limit:
-        e = edges[["u", "v"]].compute()
-        labels = components_in_memory(e["u"], e["v"])
+        # gathered piece by piece to the client (a plain compute would concatenate them on
+        # a worker first)
+        pieces = dask.compute(*edges[["u", "v"]].to_delayed())
+        u = np.concatenate([p["u"].to_numpy(np.int64) for p in pieces] or [np.zeros(0, np.int64)])
+        v = np.concatenate([p["v"].to_numpy(np.int64) for p in pieces] or [np.zeros(0, np.int64)])
+        del pieces
+        labels = components_in_memory(u, v)
         # handed back in pieces of LABELS_PER_PARTITION rows: a worker joining the labels to
         # the documents holds one piece, not the whole graph's labels
         npart = max(1, -(-len(labels) // LABELS_PER_PARTITION))

@@ -32,6 +32,7 @@ from curator_dask.dedup._base import (
     parquet_files,
     read_parquet_dir,
     read_parts,
+    read_row_groups_by,
     remove_tree,
     rows_per_file,
     write_frame,
@@ -87,6 +88,11 @@ class _SigParams:
 CHUNK_CHARS = 8 * 2**20
 
 
+#: Rows per row group of the cached documents: the candidate check reads them a row group at
+#: a time, so the shingle sets it makes from one read stay small.
+DOCS_ROW_GROUP = 32_768
+
+
 def _chunks(n_chars: np.ndarray, limit: int = CHUNK_CHARS) -> list[tuple[int, int]]:
     """Row ranges of at most ``limit`` characters each (at least one row each)."""
     cum = np.cumsum(n_chars)
@@ -135,7 +141,9 @@ def _minhash_partition(
     n = len(pdf)
     uid = (np.int64(index) << UID_SHIFT) + np.arange(n, dtype=np.int64)
     if docs_path is not None:
-        write_parquet_atomic(pdf.assign(_uid=uid), docs_path, storage_options)
+        write_parquet_atomic(
+            pdf.assign(_uid=uid), docs_path, storage_options, row_group_size=DOCS_ROW_GROUP
+        )
     text = pdf[p.text_column]
     n_chars = text.str.len().fillna(0).to_numpy(np.int64)
     perms = minhash_permutations(p.num_bands * p.minhashes_per_band, p.seed, p.use_64_bit_hash)
@@ -188,13 +196,11 @@ def _members_part(part: pd.DataFrame) -> pd.DataFrame:
 
 
 def _requests(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
-    """The documents whose sets a member partition needs, once each, with where they live
-    (``_part``: their input partition) and where they go (``_dest``: this partition)."""
+    """The documents whose sets a member partition needs, once each, with where they go
+    (``_dest``: this partition)."""
     uid = np.unique(part["uid"].to_numpy(np.int64))
     dest = (partition_info or {}).get("number", 0)
-    return pd.DataFrame(
-        {"uid": uid, "_part": uid >> UID_SHIFT, "_dest": np.full(len(uid), dest, np.int64)}
-    )
+    return pd.DataFrame({"uid": uid, "_dest": np.full(len(uid), dest, np.int64)})
 
 
 def _candidate_sets(
@@ -209,8 +215,11 @@ def _candidate_sets(
     """Each requested document's sorted distinct shingle hashes (uint64 bytes), computed once
     per document here, where its text is, and sent to every partition that asked for it."""
     part = _backend.to_pandas(part)
-    if "_uid" not in part.columns:  # the input frame itself (a dask frame input)
+    if part.index.name == "_uid":  # a row group of the cached documents
+        part = part.reset_index()
+    else:  # the input frame itself (a dask frame input)
         part = with_uid(part[[text_column]], partition_info)
+    req = req.reset_index()
     hit = part["_uid"].isin(req["uid"].to_numpy()).to_numpy()
     text = part[text_column][hit]
     sig: list[bytes] = []
@@ -403,6 +412,20 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         self.stats["minhash_partitions_computed"] = len(todo)
         return out
 
+    def _documents_by_uid(self) -> tuple[Any, list[int]]:
+        """The texts in pieces, and the ``_uid`` bounds of the pieces: the cached documents
+        a row group at a time (indexed by ``_uid``), or the input partitions (partition
+        ``i`` holds uids ``i << 32 ...``)."""
+        if not self._keeps_documents():
+            df = self._input()[[self.text_column]]
+            n = df.npartitions
+            return df, [i << UID_SHIFT for i in range(n)] + [(n << UID_SHIFT) - 1]
+        docs_dir = join(self.cache_dir(), "docs")
+        meta = self._input()._meta.assign(_uid=pd.Series([], dtype="int64"))
+        files = parquet_files(docs_dir, self.storage_options)
+        df = read_row_groups_by(files, "_uid", meta, self.storage_options, [self.text_column])
+        return df, list(df.divisions)
+
     def _documents(self, columns: list[str] | None = None) -> Any:
         """The input documents: from the cache's ``docs/`` when the MinHash step wrote them
         (with ``_uid``; one partition per file, in input order), else the input frame."""
@@ -546,12 +569,11 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         member_rows = write_frame(members, mdir, run.reporter, "candidates", so)
         members = read_parts(parquet_files(mdir, so), _STAR_META, so)
         npart = members.npartitions
-        df = self._documents([self.text_column])
-        n = df.npartitions
+        df, bounds = self._documents_by_uid()
         req = members.map_partitions(
             _requests,
-            meta=pd.DataFrame({c: pd.Series([], dtype="int64") for c in ("uid", "_part", "_dest")}),
-        ).set_index("_part", divisions=[*range(n), n])
+            meta=pd.DataFrame({c: pd.Series([], dtype="int64") for c in ("uid", "_dest")}),
+        ).set_index("uid", divisions=bounds)
         p = self._sig_params
         sets = df.map_partitions(
             _candidate_sets,
