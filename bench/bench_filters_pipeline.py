@@ -9,7 +9,8 @@ then runs the pipeline of NeMo Curator's measurement in issue 12 (Unicode and wh
 normalisation, word count, repeated lines, duplicate 5-grams) in streaming mode on a
 local cluster of worker processes with a memory limit, with the readers' default
 blocksize (chosen from the workers' memory limit on the client, see
-``curator_dask.config.default_blocksize``). A thread samples the summed resident memory
+``curator_dask.config.default_blocksize``) and one partition in flight per worker
+(``--max-in-flight``). A thread samples the summed resident memory
 of this process and its children (scheduler, nannies, workers) every 50 ms. Prints the
 peak per size, the ratio of the largest to the smallest (the target: at most 1.2), and
 writes JSON.
@@ -74,13 +75,15 @@ def stages() -> list[Any]:
     ]
 
 
-def run_once(src: Path, out: Path, config: ClusterConfig) -> dict[str, Any]:
+def run_once(
+    src: Path, out: Path, config: ClusterConfig, max_in_flight: int | None
+) -> dict[str, Any]:
     with TreeMemorySampler() as mem, get_client(config) as client:
         idle = TreeMemorySampler()._sample()
         blocksize = default_blocksize(client)
         pipeline = Pipeline("bench", [JsonlReader(str(src)), *stages(), JsonlWriter(str(out))])
         t0 = time.perf_counter()
-        executor = DaskExecutor(client=client, progress=False)
+        executor = DaskExecutor(client=client, progress=False, max_in_flight=max_in_flight)
         result = pipeline.run(executor, execution_mode="streaming")
         wall = time.perf_counter() - t0
     return {
@@ -101,8 +104,17 @@ def main() -> None:
     ap.add_argument("--sizes-mb", type=float, nargs="+", default=[250, 1000])
     ap.add_argument("--n-workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="1.5GB", help="per worker")
+    ap.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=None,
+        help="partitions in flight (default: one per worker; 0: curator.execution.max-in-flight)",
+    )
     ap.add_argument("--out", default="bench_filters_pipeline.json")
     args = ap.parse_args()
+    # One partition in flight per worker thread: the default blocksize is sized for that
+    # (config.default_blocksize); the executor's own default is two per thread.
+    in_flight = args.n_workers if args.max_in_flight is None else (args.max_in_flight or None)
     config = ClusterConfig(
         n_workers=args.n_workers,
         threads_per_worker=1,
@@ -115,7 +127,7 @@ def main() -> None:
             src = Path(tmp) / f"in-{size:g}MB.jsonl"
             make_input(src, size)
             out = Path(tmp) / "out"
-            rows.append(run_once(src, out, config))
+            rows.append(run_once(src, out, config, in_flight))
             shutil.rmtree(out, ignore_errors=True)
             src.unlink()
             r = rows[-1]
@@ -129,10 +141,11 @@ def main() -> None:
     print(
         f"peak at {rows[-1]['input_mb']:.0f} MB / peak at {rows[0]['input_mb']:.0f} MB = "
         f"{ratio:.2f} (target <= 1.2); {args.n_workers} workers x 1 thread, "
-        f"memory_limit {args.memory_limit} each"
+        f"memory_limit {args.memory_limit} each, {in_flight or 'default'} partitions in flight"
     )
     report = {
         "cluster": {"n_workers": args.n_workers, "memory_limit": args.memory_limit},
+        "max_in_flight": in_flight,
         "rows": rows,
         "peak_ratio": ratio,
     }

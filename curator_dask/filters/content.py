@@ -1,8 +1,11 @@
-"""Simple content filters: a substring at a position, pornographic URLs."""
+"""Simple content filters: a substring at a position, pornographic URLs, character histograms."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from curator_dask import text as S
@@ -66,11 +69,14 @@ class PornographicUrlsFilter(Filter):
 class HistogramFilter(Filter):
     """Keep documents written mostly in a language's characters.
 
-    Give the language's characters either as ``histogram`` (any iterable of characters)
-    or as ``histogram_path``: a text file with one character at the start of each line,
-    most frequent first, read up to the line that starts with ``threshold_char`` (the
-    layout of the per-language histograms used for CCMatrix/NLLB cleaning). No histogram
-    ships with curator_dask.
+    Give the language's characters as ``histogram`` (any iterable of characters), as
+    ``histogram_path``: a text file with one character at the start of each line, most
+    frequent first, read up to the line that starts with ``threshold_char`` (the layout
+    of the per-language histograms used for CCMatrix/NLLB cleaning), or as ``lang`` for
+    a bundled histogram: ``"en"``, the characters making up 99.9% of the non-whitespace
+    characters of the public-domain English of the shipped sample (Jane Austen's novels
+    and State of the Union addresses), made by ``scripts/make_histogram.py``
+    (:func:`character_histogram`). A file is read once, on the client.
 
     Parameters
     ----------
@@ -90,12 +96,21 @@ class HistogramFilter(Filter):
 
     histogram: str | frozenset[str] | tuple[str, ...] | None = None
     histogram_path: str | None = None
+    lang: str | None = None
     threshold_char: str = "]"
     threshold: float = 0.8
 
     def __post_init__(self) -> None:
-        if (self.histogram is None) == (self.histogram_path is None):
-            raise ValueError("give exactly one of histogram or histogram_path")
+        given = [x is not None for x in (self.histogram, self.histogram_path, self.lang)]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of histogram, histogram_path or lang")
+        if self.lang is not None:
+            if self.lang not in BUNDLED_HISTOGRAMS:
+                raise ValueError(
+                    f"no bundled histogram for lang={self.lang!r} (have {BUNDLED_HISTOGRAMS})"
+                )
+            data = resources.files("curator_dask") / "data" / f"histogram_{self.lang}.txt"
+            self.histogram = "".join(line[0] for line in data.read_text("utf-8").splitlines())
         if self.histogram_path is not None:
             chars: list[str] = []
             with open(self.histogram_path, encoding="utf-8") as f:
@@ -121,3 +136,29 @@ class HistogramFilter(Filter):
 
     def keep_score(self, score: Any) -> Any:
         return score >= self.threshold
+
+
+#: Languages with a histogram in ``curator_dask/data`` (``HistogramFilter(lang=...)``).
+BUNDLED_HISTOGRAMS = ("en",)
+
+
+def character_histogram(texts: Iterable[str], coverage: float = 0.999) -> str:
+    """The most frequent characters of ``texts`` that together make up ``coverage`` of them.
+
+    Whitespace is not counted. Most frequent first (ties by code point).
+
+    Examples
+    --------
+    >>> character_histogram(["aaab", "a c"], coverage=0.8)
+    'ab'
+    """
+    counts: Counter[str] = Counter()
+    for t in texts:
+        counts.update(c for c in t if not c.isspace())
+    total, covered, out = sum(counts.values()), 0, []
+    for char, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if covered >= coverage * total:
+            break
+        out.append(char)
+        covered += n
+    return "".join(out)

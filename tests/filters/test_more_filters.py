@@ -210,3 +210,24 @@ def test_histogram_filter_from_characters_and_from_a_file(tmp_path):
     assert g.score(pd.Series(["tee z"])).tolist() == [0.75]
     with pytest.raises(ValueError, match="exactly one"):
         HistogramFilter()
+
+
+def test_bundled_english_histogram_is_the_scripts_output_on_the_sample(sample_records):
+    from curator_dask.filters import HistogramFilter
+    from curator_dask.filters.content import character_histogram
+
+    english = [r["text"] for r in sample_records if r["source"] in ("janeausten", "sotu")]
+    f = HistogramFilter(lang="en")
+    assert f.histogram == "".join(sorted(character_histogram(english)))
+    texts = [english[0][:2000], "东京是日本的首都。", "Ünïcödé ñ ß", ""]
+    chars = set(f.histogram)
+
+    def ref(t: str) -> float:
+        visible = [c for c in t if not c.isspace()]
+        return sum(c in chars for c in visible) / len(visible) if visible else 1.0
+
+    np.testing.assert_allclose(f.score(pd.Series(texts)).to_numpy(), [ref(t) for t in texts])
+    assert ref(texts[0]) > 0.99
+    assert ref(texts[1]) == 0
+    with pytest.raises(ValueError, match="no bundled histogram"):
+        HistogramFilter(lang="xx")
