@@ -727,8 +727,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if args.sequential:
                 result = run.pipeline.run(SequentialExecutor(), execution_mode=mode)
             else:
-                client = stack.enter_context(client_from_args(args, base=run.cluster))
-                executor = DaskExecutor(client=client, max_in_flight=run.max_in_flight)
+                # The executor starts (and stops) the cluster: it knows the input's size,
+                # which decides processes="auto" (ClusterConfig.for_input).
+                cluster = cluster_config_from_args(args, base=run.cluster)
+                executor = DaskExecutor(cluster=cluster, max_in_flight=run.max_in_flight)
                 result = run.pipeline.run(executor, execution_mode=mode)
     except KeyboardInterrupt:
         raise RunInterrupted(run.pipeline.writer) from None

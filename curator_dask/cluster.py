@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from dask.utils import parse_timedelta
+from dask.utils import parse_bytes, parse_timedelta
 
 from curator_dask import config as _config
 
@@ -74,8 +74,15 @@ class ClusterConfig:
         Interface local clusters listen on; ``127.0.0.1`` keeps them private.
     dashboard_address : str, optional
         Where the scheduler dashboard listens; None disables it.
-    processes : bool
+    processes : bool or "auto"
         Local CPU clusters: worker processes (default) or threads in this process.
+        ``"auto"`` (what ``curator.cluster.processes`` asks for, so the command line and a
+        :class:`~curator_dask.executor.DaskExecutor` without a cluster get it): threads when
+        the input is known to be smaller than ``threads_below``, processes otherwise; see
+        :meth:`for_input`.
+    threads_below : str or int, optional
+        With ``processes="auto"``: the input size (estimated in-memory bytes) below which
+        the cluster is one worker of threads in this process. None: always processes.
     rmm_pool_size, rmm_async, rmm_release_threshold, enable_cudf_spill,
     device_memory_limit : optional
         GPU memory settings passed to ``dask_cuda.LocalCUDACluster``: an RMM pool per
@@ -119,7 +126,8 @@ class ClusterConfig:
     scheduler_file: str | None = None
     host: str = "127.0.0.1"
     dashboard_address: str | None = "127.0.0.1:0"
-    processes: bool = True
+    processes: bool | str = True
+    threads_below: str | int | None = "64MiB"
     rmm_pool_size: str | float | None = None
     rmm_async: bool = False
     rmm_release_threshold: str | float | None = None
@@ -145,6 +153,10 @@ class ClusterConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"ClusterConfig.{name} must be an int >= 0, got {value!r}")
+        if self.processes not in (True, False, "auto"):
+            raise ValueError(
+                f"ClusterConfig.processes must be true, false or 'auto', got {self.processes!r}"
+            )
         local = self.kind in ("cpu", "gpu")
         if local and self.n_workers == 0 and not self.adaptive_maximum:
             raise ValueError(
@@ -198,6 +210,49 @@ class ClusterConfig:
         workers = self.n_workers if self.n_workers is not None else max(1, cpus // threads)
         return workers, threads
 
+    def for_input(self, nbytes: float | None) -> ClusterConfig:
+        """This config with ``processes="auto"`` decided for an input of ``nbytes``.
+
+        A local CPU cluster for an input known to be smaller than ``threads_below`` becomes
+        one worker in this process with all the threads (and the memory) the workers would
+        have had: each worker process costs seconds of CPU and hundreds of MB to start, to
+        import pandas, pyarrow and the kernels into, and to stop, more than a small input
+        takes to process (``bench/bench_cli.py`` measures it). Anything else (a larger or
+        unknown input, TLS, worker lifetimes, adaptive scaling, other kinds) gets worker
+        processes. Configs that do not say ``"auto"`` are returned as they are.
+
+        Examples
+        --------
+        >>> small = ClusterConfig(processes="auto", n_workers=2, threads_per_worker=1)
+        >>> cfg = small.for_input(10_000)
+        >>> cfg.processes, cfg.n_workers, cfg.threads_per_worker
+        (False, 1, 2)
+        >>> small.for_input(None).processes
+        True
+        """
+        if self.processes != "auto":
+            return self
+        threads_ok = (
+            self.kind == "cpu"
+            and self.threads_below is not None
+            and nbytes is not None
+            and nbytes < parse_bytes(self.threads_below)
+            and not self.security
+            and not self.lifetime
+            and self.adaptive_minimum is None
+            and self.adaptive_maximum is None
+        )
+        if not threads_ok:
+            return dataclasses.replace(self, processes=True)
+        workers, threads = self.sized()
+        return dataclasses.replace(
+            self,
+            processes=False,
+            n_workers=1,
+            threads_per_worker=workers * threads,
+            memory_limit=_scaled_memory_limit(self.memory_limit, workers),
+        )
+
     def security_object(self) -> Any:
         """Return the :class:`distributed.Security` for ``security`` (or None)."""
         from distributed import Security
@@ -222,6 +277,16 @@ class ClusterConfig:
                 kw["lifetime_stagger"] = self.lifetime_stagger
             kw["lifetime_restart"] = bool(self.lifetime_restart)
         return kw
+
+
+def _scaled_memory_limit(limit: str | int | float | None, workers: int) -> str | int | float | None:
+    """The memory of ``workers`` workers of ``limit`` each, for one worker."""
+    if limit is None or limit == "auto" or workers == 1:
+        return limit
+    if isinstance(limit, float) and 0 < limit <= 1:  # a fraction of the machine
+        return min(1.0, limit * workers)
+    nbytes = parse_bytes(limit) if isinstance(limit, str) else int(limit)
+    return nbytes * workers if nbytes > 0 else limit
 
 
 def _cpu_count() -> int:
@@ -258,12 +323,13 @@ def _cpu_cluster(config: ClusterConfig) -> Any:
     network: dict[str, Any] = {"host": config.host}
     if security is not None:
         network["protocol"] = "tls://"
-    elif not config.processes:
+    processes = config.processes is not False  # "auto" not decided by for_input: processes
+    if security is None and not processes:
         network = {}  # threads in this process talk in-process: no host to listen on
     return LocalCluster(
         n_workers=n_workers,
         threads_per_worker=threads,
-        processes=config.processes,
+        processes=processes,
         memory_limit=config.memory_limit,
         dashboard_address=config.dashboard_address,
         security=security,

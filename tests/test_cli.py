@@ -251,6 +251,8 @@ def test_run_end_to_end_on_a_local_cluster(
     out = tmp_path / "out"
     data = pipeline_dict(src, out, min_words=20)
     data["execution"] = {"mode": "batch"}
+    # Worker processes, as for a large input (this one would get threads: see the next test).
+    data["cluster"] = {"processes": True}
     cfg = tmp_path / "p.yaml"
     cfg.write_text(yaml.safe_dump(data))
     args = [
@@ -264,9 +266,25 @@ def test_run_end_to_end_on_a_local_cluster(
         str(tmp_path / "scratch"),
     ]
     assert main(args) == 0
-    assert "batch" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "batch" in captured.out
+    assert "in this process" not in captured.err
     assert output_ids(out) == expected_ids(records, 20)
     assert json.loads((out / ".curator" / "_stats.json").read_text())["execution_mode"] == "batch"
+
+
+def test_a_small_input_runs_on_threads_in_the_cli_process(
+    tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture
+) -> None:
+    src = write_inputs(tmp_path, records)
+    out = tmp_path / "out"
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(pipeline_dict(src, out, min_words=20)))
+    assert main(["run", str(cfg), "--n-workers", "2", "--threads-per-worker", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "below curator.cluster.threads-below (64MiB)" in err
+    assert "1 worker of 2 threads in this process" in err
+    assert output_ids(out) == expected_ids(records, 20)
 
 
 def test_bare_class_names_resolve_to_package_stages(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -118,3 +120,36 @@ def test_gpu_kind_without_dask_cuda_names_the_extra(monkeypatch: pytest.MonkeyPa
 def test_make_cluster_is_for_local_kinds_only() -> None:
     with pytest.raises(ValueError, match="local clusters only"):
         make_cluster(ClusterConfig(kind="address", address="tcp://127.0.0.1:1"))
+
+
+# -- processes="auto": threads in this process for a small input --------------------------
+def test_auto_processes_follow_the_input_size() -> None:
+    auto = ClusterConfig(processes="auto", n_workers=2, threads_per_worker=2, memory_limit="2GB")
+    small = auto.for_input(1_000_000)
+    assert (small.processes, small.n_workers, small.threads_per_worker) == (False, 1, 4)
+    assert small.memory_limit == 4 * 10**9  # what the two workers would have had
+    assert auto.for_input(64 * 2**20).processes is True  # threads_below is exclusive
+    assert auto.for_input(None).processes is True  # unknown size: processes
+    fraction = dataclasses.replace(auto, memory_limit=0.3).for_input(10)
+    assert fraction.memory_limit == pytest.approx(0.6)
+    for setting in (
+        {"threads_below": None},
+        {"lifetime": "1h"},
+        {"adaptive_maximum": 3},
+        {"security": True},
+    ):
+        cfg = dataclasses.replace(auto, **setting).for_input(10)
+        assert (cfg.processes, cfg.n_workers) == (True, 2), setting
+    explicit = ClusterConfig(processes=True, n_workers=2)
+    assert explicit.for_input(10) is explicit
+    with pytest.raises(ValueError, match="processes must be true, false or 'auto'"):
+        ClusterConfig(processes="yes")
+
+
+def test_the_shipped_default_is_auto_and_threads_run_in_this_process() -> None:
+    cfg = ClusterConfig.from_dask_config(n_workers=2)
+    assert cfg.processes == "auto"
+    with get_client(cfg.for_input(10_000)) as client:
+        pids = set(client.run(os.getpid).values())
+        assert pids == {os.getpid()}
+        assert list(client.nthreads().values()) == [2 * cfg.sized()[1]]

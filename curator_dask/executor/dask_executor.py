@@ -7,6 +7,8 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from dask.utils import format_bytes
+
 from curator_dask import config as _config
 from curator_dask.cluster import ClusterConfig, get_client, worker_hosts
 from curator_dask.executor import _hooks, _tasks
@@ -39,6 +41,25 @@ def largest_partition_bytes(plan: RunPlan) -> tuple[float, float | None]:
     largest = max((plan.reader.estimated_bytes(spec) or 0.0 for spec in specs), default=0.0)
     blocksize = plan.reader.partition_bytes
     return float(largest), (float(blocksize) if blocksize else None)
+
+
+#: More partitions than this is not a small input (and not worth a size per file).
+_MAX_SMALL_PARTITIONS = 64
+
+
+def input_bytes(reader: Any, specs: list[PartitionSpec] | None = None) -> float | None:
+    """Estimated in-memory bytes of a small input, or None (large, or unknown).
+
+    What :meth:`~curator_dask.cluster.ClusterConfig.for_input` decides on: an input of more
+    than 64 partitions, or one the reader cannot size, counts as large.
+    """
+    specs = reader.partitions() if specs is None else specs
+    if len(specs) > _MAX_SMALL_PARTITIONS:
+        return None
+    sizes = [reader.estimated_bytes(spec) for spec in specs]
+    if any(size is None for size in sizes):
+        return None
+    return float(sum(sizes))  # type: ignore[arg-type]
 
 
 def check_partition_sizes(client: Any, plan: RunPlan) -> str | None:
@@ -147,7 +168,7 @@ class DaskExecutor(Executor):
 
     # -- the client -------------------------------------------------------------------
     @contextlib.contextmanager
-    def _client(self) -> Iterator[Any]:
+    def _client(self, plan: RunPlan) -> Iterator[Any]:
         if self.client is not None:
             yield self.client
             return
@@ -157,6 +178,17 @@ class DaskExecutor(Executor):
             config = ClusterConfig(kind="scheduler_file", scheduler_file=self.scheduler_file)
         elif self.cluster is None or isinstance(self.cluster, ClusterConfig):
             config = self.cluster or ClusterConfig.from_dask_config()
+            if config.processes == "auto":
+                nbytes = input_bytes(plan.reader, plan.specs)
+                config = config.for_input(nbytes)
+                if config.processes is False:
+                    logger.info(
+                        "input of %s is below curator.cluster.threads-below (%s): the local "
+                        "cluster is 1 worker of %d threads in this process",
+                        format_bytes(int(nbytes or 0)),
+                        config.threads_below,
+                        config.threads_per_worker,
+                    )
         else:  # a running cluster object
             from distributed import Client
 
@@ -168,7 +200,7 @@ class DaskExecutor(Executor):
 
     @contextlib.contextmanager
     def _session(self, plan: RunPlan) -> Iterator[Any]:
-        with self._client() as client:
+        with self._client(plan) as client:
             if self._progress_enabled() and getattr(client, "dashboard_link", None):
                 Progress(plan.pipeline.name, 0).message(f"dashboard: {client.dashboard_link}")
             self._setup_on_nodes(client, plan)
