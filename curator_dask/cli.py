@@ -705,7 +705,7 @@ def setup_logging(
         logging.getLogger(name).setLevel(theirs)
     logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
     if ours > logging.INFO:
-        dask.config.set({"curator.execution.progress": False})
+        dask.config.set({"curator.execution.progress": False, "curator.dedup.progress": False})
     return ours
 
 
@@ -739,7 +739,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 #: Subcommands that get ``--metrics-port`` from :func:`main` (``monitor`` has its own).
-_SERVE_METRICS = ("run", "exact-dedup", "fuzzy-dedup", "demo")
+_SERVE_METRICS = ("run", "exact-dedup", "fuzzy-dedup", "semantic-dedup", "demo")
 
 
 def add_metrics_port_arg(parser: argparse.ArgumentParser) -> None:

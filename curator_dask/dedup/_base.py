@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import html
 import json
+import logging
 import os
 import posixpath
 import sys
@@ -504,15 +505,27 @@ class Reporter:
         return time.perf_counter() - self.t0
 
 
+def monitor(hook: str, *args: Any) -> None:
+    """Call ``curator_dask.monitoring.hooks.<hook>(*args)`` (live metrics); never fails a run."""
+    try:
+        from curator_dask.monitoring import hooks
+
+        getattr(hooks, hook)(*args)
+    except Exception:
+        logging.getLogger("curator_dask.dedup").debug("hook %s failed", hook, exc_info=True)
+
+
 class _Counter:
     def __init__(self, reporter: Reporter, label: str, total: int, unit: str) -> None:
         self.r, self.label, self.total, self.unit = reporter, label, total, unit
         self.done = 0
         self.t0 = time.perf_counter()
         self.last = 0.0
+        monitor("on_dedup_progress", reporter.name, label, unit, 0)
 
     def tick(self, n: int = 1) -> None:
         self.done += n
+        monitor("on_dedup_progress", self.r.name, self.label, self.unit, n)
         now = time.perf_counter()
         if now - self.last < 1.0 and self.done < self.total:
             return

@@ -21,6 +21,7 @@ from curator_dask.dedup._base import (
     copy_quarantine,
     get_fs,
     join,
+    monitor,
     publish,
     read_parquet_dir,
     remove_tree,
@@ -233,6 +234,7 @@ class DedupWorkflow:
             stats=dict(stats or {}),
             details=dict(details or {}),
         )
+        monitor("on_dedup_result", result)
         r.say("summary")
         if r.enabled:
             print(repr(result), file=r.stream, flush=True)

@@ -1,7 +1,9 @@
 """What the executor calls around a run: ``on_run_start(client, run_dir)``,
 ``on_partition_done(run_dir, pipeline, record)`` for each partition written,
 ``on_task_failed(client, plan, key, retried)``, ``on_run_end(result)`` and, when the run
-raised, ``on_run_failed(run_dir)``.
+raised, ``on_run_failed(run_dir)``. The dedup workflows call
+``on_dedup_progress(workflow, step, unit, n)`` as their steps' work finishes and
+``on_dedup_result(result)`` at the end.
 
 During a run a :class:`MemoryTimeline` samples the cluster and each partition's stage
 statistics go to the Prometheus metrics as the partition's record reaches the client (when
@@ -187,6 +189,22 @@ def on_task_failed(client: Any, plan: Any, key: str, retried: bool) -> None:
     prefixes = list(plan.key_prefixes)
     stage = names[prefixes.index(prefix)] if prefix in prefixes else names[-1]
     record_task_failure(stage, pipeline=str(plan.pipeline.name), retried=retried)
+
+
+def on_dedup_progress(workflow: str, step: str, unit: str, n: int) -> None:
+    """Count ``n`` units of a dedup step's work as they finish (called by its progress)."""
+    if _prometheus():
+        from curator_dask.monitoring.metrics import record_dedup_progress
+
+        record_dedup_progress(workflow, step, unit, n)
+
+
+def on_dedup_result(result: Any) -> None:
+    """Add a finished dedup run's documents to the Prometheus document counters."""
+    if _prometheus():
+        from curator_dask.monitoring.metrics import record_dedup_result
+
+        record_dedup_result(result)
 
 
 def _blamed_key(dask_scheduler: Any, key: str) -> str | None:

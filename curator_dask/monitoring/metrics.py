@@ -3,7 +3,8 @@
 The executor records each partition's statistics on the client as the partition's record
 arrives (statistics are values returned from tasks, never counters mutated inside
 partitions), so these metrics live in the client process and grow while a run goes;
-``curator-dask run --metrics-port PORT`` (and the dedup commands) serve them. Serve them
+``curator-dask run --metrics-port PORT`` (and the dedup commands, whose workflows count
+their steps' work as it finishes) serve them. Serve them
 with :func:`start_metrics_server` and scrape ``http://<addr>:<port>/metrics``. The scheduler
 and workers serve their own ``/metrics``
 (``dask_scheduler_*``, ``dask_worker_*``) on their dashboard ports whenever
@@ -18,6 +19,11 @@ Metrics (labels in braces):
 - ``curator_partitions_total{pipeline,stage}``: partitions a stage finished;
 - ``curator_stage_seconds{pipeline,stage}``: histogram of one partition's time in a stage;
 - ``curator_tasks_failed_total{pipeline,stage}``, ``curator_tasks_retried_total{...}``;
+- ``curator_dedup_progress_total{workflow,step,unit}``: work a dedup step finished
+  (``partitions``, ``band groups``, ``iterations``), counted as it finishes; at the end of a
+  dedup run its documents go to the document counters above with
+  ``pipeline=stage=<workflow>`` (``exact-dedup``, ``fuzzy-dedup``, ``semantic-dedup``):
+  processed (read), removed (duplicates), kept (the rest), quarantined;
 - ``curator_worker_memory_bytes{worker,type}`` and ``curator_gpu_memory_used_bytes{device}``,
   ``curator_gpu_memory_total_bytes{device}``: set by a
   :class:`~curator_dask.monitoring.MemoryTimeline` created with ``export_metrics=True``.
@@ -94,6 +100,12 @@ class CuratorMetrics:
             "curator_tasks_retried",
             "Stage tasks submitted again after a failure",
             labels,
+            registry=reg,
+        )
+        self.dedup_progress = Counter(
+            "curator_dedup_progress",
+            "Work a dedup step finished (partitions, band groups, iterations)",
+            ("workflow", "step", "unit"),
             registry=reg,
         )
         self.worker_memory = Gauge(
@@ -189,6 +201,42 @@ def record_task_retry(
     """Count one resubmission of a stage task after a failure."""
     m = metrics or default_metrics()
     m.tasks_retried.labels(pipeline, stage).inc()
+
+
+def record_dedup_progress(
+    workflow: str, step: str, unit: str, n: int = 1, *, metrics: CuratorMetrics | None = None
+) -> None:
+    """Count ``n`` units of a dedup step's work as they finish (0 creates the series)."""
+    m = metrics or default_metrics()
+    m.dedup_progress.labels(workflow, step, unit).inc(max(0, int(n)))
+
+
+def record_dedup_result(result: Any, *, metrics: CuratorMetrics | None = None) -> None:
+    """Add a finished dedup run's documents to the document counters.
+
+    ``result`` is a :class:`~curator_dask.dedup.DedupResult`; its ``method`` is both the
+    ``pipeline`` and the ``stage`` label.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from prometheus_client import CollectorRegistry
+    >>> m = CuratorMetrics(CollectorRegistry())
+    >>> run = SimpleNamespace(method="exact-dedup", documents=10, removed=3, quarantined=1)
+    >>> record_dedup_result(run, metrics=m)
+    >>> m.kept.labels("exact-dedup", "exact-dedup")._value.get()
+    7.0
+    """
+    documents, removed = int(result.documents), int(result.removed)
+    stats = {
+        "name": result.method,
+        "docs_in": documents,
+        "docs_out": documents - removed,
+        "removed": removed,
+        "quarantined": int(result.quarantined),
+        "partitions": 0,  # no per-partition latency: the step times are in the result
+    }
+    record_stage_stats([stats], pipeline=result.method, metrics=metrics)
 
 
 def set_memory_gauges(
