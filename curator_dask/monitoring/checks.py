@@ -139,6 +139,8 @@ def detect_unmanaged_growth(
     min_samples: int = 8,
     min_growth_bytes: float = 256 * _MIB,
     tolerance_bytes: float = 16 * _MIB,
+    partitions_per_worker: float | None = None,
+    min_partitions_per_worker: float = 8,
     warn: bool = True,
     stacklevel: int = 2,
 ) -> list[MemoryGrowth]:
@@ -152,12 +154,22 @@ def detect_unmanaged_growth(
       such as loading a model, or imports spread over the first tasks, is no leak),
     - and ends at least ``min_growth_bytes`` above where it started.
 
+    A leak grows with the work done, a warm-up (imports, compiled kernels, the allocator's
+    arenas) with the first partitions a worker runs; on a busy machine a run of a few
+    partitions per worker spreads its warm-up over the whole run, and the two look the same.
+    So when ``partitions_per_worker`` is given and below ``min_partitions_per_worker``,
+    nothing is reported: the run is too short to tell.
+
     Parameters
     ----------
     timeline : MemoryTimeline or DataFrame
         A timeline or its :meth:`~MemoryTimeline.frame`.
     min_samples, min_growth_bytes, tolerance_bytes
         The thresholds above.
+    partitions_per_worker : float, optional
+        Partitions the run computed per worker (None: unknown, not checked).
+    min_partitions_per_worker : float
+        Fewer than this per worker: too short a run to tell a leak from a warm-up.
     warn : bool
         Issue one :class:`CuratorWarning` naming the workers found.
     stacklevel : int
@@ -169,7 +181,9 @@ def detect_unmanaged_growth(
         One per worker found, largest growth first.
     """
     frame = as_frame(timeline)
-    found = []
+    found: list[MemoryGrowth] = []
+    if partitions_per_worker is not None and partitions_per_worker < min_partitions_per_worker:
+        return found
     for worker, g in frame.groupby("worker", sort=True):
         col = "unmanaged" if g["unmanaged"].notna().any() else "rss"
         g = g[["time", col]].dropna().sort_values("time", kind="stable")

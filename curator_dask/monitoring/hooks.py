@@ -116,7 +116,14 @@ def on_run_end(result: Any) -> Path | None:
     if timeline is not None and _setting("warn-unmanaged-growth", True):
         from curator_dask.monitoring.checks import detect_unmanaged_growth
 
-        detect_unmanaged_growth(timeline, stacklevel=3)
+        frame = timeline.frame()
+        workers = frame["worker"].nunique() if len(frame) else 0
+        partitions = getattr(result, "partitions", None)  # None: the result does not say
+        per_worker = None
+        if partitions is not None and workers:
+            computed = int(partitions) - int(getattr(result, "partitions_skipped", 0) or 0)
+            per_worker = computed / workers
+        detect_unmanaged_growth(frame, partitions_per_worker=per_worker, stacklevel=3)
     return report
 
 

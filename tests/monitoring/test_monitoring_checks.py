@@ -151,3 +151,13 @@ def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_a_run_too_short_to_tell_a_leak_from_a_warm_up_reports_nothing() -> None:
+    n = 30
+    ramp = _timeline({"w": list(300 * MIB + np.arange(n) * 20 * MIB + _noise(n))})
+    # 4 partitions a worker: the ramp may be imports and kernels compiled on a busy machine
+    assert detect_unmanaged_growth(ramp, partitions_per_worker=4) == []
+    with pytest.warns(CuratorWarning, match="leak"):
+        found = detect_unmanaged_growth(ramp, partitions_per_worker=40)
+    assert [f.worker for f in found] == ["w"]

@@ -180,6 +180,7 @@ class _Result:
 
     output_path: str
     name: str = "hooked"
+    partitions: int | None = None
     stages: list[StageStats] = field(
         default_factory=lambda: [StageStats("R", 10, 9, 1, 0.1), StageStats("F", 9, 6, 0, 0.2)]
     )
@@ -243,8 +244,14 @@ def test_hooks_warn_about_a_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     for _ in range(10):
         timeline.sample()
     with pytest.warns(CuratorWarning, match="unmanaged memory grew steadily"):
-        on_run_end(_Result(str(tmp_path)))
+        on_run_end(_Result(str(tmp_path), partitions=40))
     assert np.isfinite(read_timeline(tmp_path / TIMELINE_FILE)["rss"]).all()
+    # the same growth over 4 partitions: a warm-up spread over a short run, no warning
+    timeline = on_run_start(None, str(tmp_path))
+    assert timeline is not None
+    for _ in range(10):
+        timeline.sample()
+    on_run_end(_Result(str(tmp_path), partitions=4))  # warnings are errors in this suite
 
 
 def test_curator_dask_main_runs_report(

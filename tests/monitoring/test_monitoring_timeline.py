@@ -47,8 +47,16 @@ def test_local_process_rss_follows_allocation() -> None:
 
 
 def test_local_process_tree_includes_children() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # The child says when its interpreter is up: sampled just after the fork, on a busy
+    # machine, it may not have loaded Python yet (a few hundred kB).
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "up\n"
         timeline = MemoryTimeline(gpu=False)
         timeline.sample()
         frame = timeline.frame()
