@@ -34,6 +34,7 @@ BENCHMARKS = {
     ),
     "cli": ("bench_cli.py", [], True),
     "dedup_memory": ("bench_dedup_memory.py", [], False),
+    "dedup_scale": ("bench_dedup_scale.py", [], False),
     "models": ("bench_models.py", [], False),
     "semdedup": ("bench_models_semdedup.py", [], False),
     "minhash_gpu": ("bench_minhash_gpu.py", [], False),
