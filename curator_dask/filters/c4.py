@@ -190,7 +190,17 @@ class C4BadWordsFilter(Filter):
         not_word = r"\W" if S.is_cudf(t) else r"[^\pL\pN_]"
         body = "|".join(_escape(w) for w in self.bad_words or ())
         pattern = f"(?:^|{not_word})(?:{body})(?:$|{not_word})"
-        hit = t.str.lower().str.contains(pattern, regex=True)
+        if S.is_cudf(t):
+            hit = t.str.lower().str.contains(pattern, regex=True)
+        else:
+            # RE2 through pyarrow itself: pandas 2's str.contains first compiles the pattern
+            # with Python's re (to look for groups), which has no \p classes.
+            import pandas as pd
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            found = pc.match_substring_regex(pc.utf8_lower(pa.array(t)), pattern)
+            hit = pd.Series(found.to_numpy(zero_copy_only=False), index=t.index)
         return S.restore_index(hit.fillna(False).astype("int64"), text.index)
 
     def keep_score(self, score: Any) -> Any:

@@ -126,6 +126,7 @@ def test_nemo_code_and_keep_rule_filters():
 @pytest.fixture(scope="module")
 def saved_tokenizer(tmp_path_factory):
     """A word-level tokenizer trained on a tiny corpus, with BOS/EOS added on encoding."""
+    pytest.importorskip("tokenizers")  # the models extra
     from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
