@@ -564,6 +564,12 @@ def active_client(client: Any = None) -> Any:
         return None
 
 
+def release_arrow_memory() -> None:
+    """Give the pages Arrow's allocator freed back to the system (it keeps them for reuse,
+    which makes a worker's RSS creep up over many partitions)."""
+    pa.default_memory_pool().release_unused()
+
+
 # -- writing frames ---------------------------------------------------------------------------
 def _write_part(
     part: Any, directory: str, storage_options: dict[str, Any] | None, schema: pa.Schema,
@@ -574,6 +580,7 @@ def _write_part(
     part = _backend.to_pandas(part)
     i = (partition_info or {}).get("number", 0)
     write_parquet_atomic(part, layout(directory).part_path(i), storage_options, schema)
+    release_arrow_memory()
     return pd.DataFrame({"rows": [len(part)]})
 
 

@@ -23,6 +23,7 @@ from curator_dask.dedup._base import (
     parquet_files,
     read_parquet_dir,
     read_parts,
+    release_arrow_memory,
     remove_tree,
     write_frame,
     write_parquet_atomic,
@@ -125,6 +126,7 @@ def _hash_part(
         i = (partition_info or {}).get("number", 0)
         docs = part.assign(_uid=out["_uid"].to_numpy())
         write_parquet_atomic(docs, layout(docs_dir).part_path(i), storage_options)
+    release_arrow_memory()
     return out
 
 

@@ -33,6 +33,7 @@ from curator_dask.dedup._base import (
     read_parquet_dir,
     read_parts,
     read_row_groups_by,
+    release_arrow_memory,
     remove_tree,
     rows_per_file,
     write_frame,
@@ -161,6 +162,8 @@ def _minhash_partition(
         cols[_band_col(k)] = bands[:, k]
     frame = pd.DataFrame(cols).astype({"id": pdf[p.id_column].dtype})
     write_parquet_atomic(frame, path, storage_options)
+    del pdf, text, frame
+    release_arrow_memory()
     return n
 
 
