@@ -181,7 +181,18 @@ class _FileWriter(Writer):
         return schema.serialize().to_pybytes()
 
     def finish(self, summary: dict[str, Any]) -> None:
-        """Write the completion marker holding ``summary`` as JSON (atomically)."""
+        """Write the completion marker holding ``summary`` as JSON (atomically).
+
+        First removes the temporary files of attempts that never renamed theirs: a worker
+        killed while writing leaves ``<name>.tmp-<uuid>`` behind, and the partition was
+        written again by another worker. Every partition is final when this runs, and the
+        run's lease keeps other jobs out, so no live write owns such a file.
+        """
+        fs, root = self.layout.fs()
+        if not is_object_store(fs) and fs.exists(root):
+            leftovers = [n for n in fs.find(root) if TMP_SUFFIX.search(n)]
+            if leftovers:
+                fs.rm(leftovers)
         data = json.dumps(summary, indent=2, sort_keys=True, default=str).encode()
         self.layout.write_bytes(self.layout.success_path, data)
 

@@ -97,6 +97,33 @@ def test_crash_before_rename_leaves_no_final_file(tmp_path: Path, monkeypatch) -
     assert list(tmp_path.iterdir()) == []
 
 
+def test_finish_removes_what_a_killed_attempt_left_mid_run(tmp_path: Path) -> None:
+    # A worker killed while writing leaves its temporary file; the partition is written again
+    # by another worker, and the finished run holds the documents and its metadata only.
+    writer = JsonlWriter(str(tmp_path))
+    writer.begin()
+    orphans = [
+        tmp_path / "part-00001.jsonl.tmp-0123456789abcdef0123456789abcdef",
+        tmp_path
+        / ".curator"
+        / "_quarantine"
+        / "part-00001.jsonl.tmp-ffffffffffffffffffffffffffffffff",
+    ]
+    for orphan in orphans:
+        orphan.parent.mkdir(parents=True, exist_ok=True)
+        orphan.write_text('{"id": "half')
+    for i in range(2):
+        writer.write_partition(_frame(), i)
+    writer.finish({"written": 2})
+    assert not any(o.exists() for o in orphans)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".curator",
+        "part-00000.jsonl",
+        "part-00001.jsonl",
+    ]
+    assert len(read_jsonl(str(tmp_path)).compute()) == 60
+
+
 def test_resume_skips_finished_partitions(tmp_path: Path, monkeypatch) -> None:
     df = dd.from_pandas(_frame(), npartitions=3)
     write_jsonl(df, str(tmp_path))
