@@ -11,7 +11,9 @@ of that tree (psutil, sampled every 20 ms) of:
   the same on a local cluster of worker processes (how every run went before
   ``processes: auto``, the peer);
 - ``curator-dask run small.yaml --n-workers 2`` as shipped (``processes: auto``: this input
-  is below ``threads-below``, so the workers are threads in the CLI's process).
+  is below ``threads-below``, so the workers are threads in the CLI's process);
+- ``curator-dask fuzzy-dedup`` of the same input (with ``--perform-removal``), with worker
+  processes and as shipped, the same pair for the dedup commands.
 
 The fixed cost of a run on a cluster is a cluster run minus ``--sequential``: starting and
 stopping the cluster, its worker processes and what they import. The last line compares
@@ -37,6 +39,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -151,6 +154,20 @@ def main(argv: list[str] | None = None) -> int:
             str(tmp / "scratch"),
         ]
         processes_env = {**env, "DASK_CURATOR__CLUSTER__PROCESSES": "true"}
+        fuzzy_run = [
+            *cli,
+            "fuzzy-dedup",
+            str(tmp / "in"),
+            "--output",
+            str(tmp / "fuzzy"),
+            "--cache-dir",
+            str(tmp / "fuzzy-cache"),
+            "--perform-removal",
+            "--n-workers",
+            str(args.n_workers),
+            "--local-directory",
+            str(tmp / "scratch"),
+        ]
         cases = {
             "python -c pass": ([sys.executable, "-c", "pass"], env),
             "--help": ([*cli, "--help"], env),
@@ -158,10 +175,16 @@ def main(argv: list[str] | None = None) -> int:
             "run --sequential": ([*cli, "run", cfg, "--sequential"], env),
             "cluster, processes": (cluster_run, processes_env),
             "cluster, auto": (cluster_run, env),
+            "fuzzy-dedup, processes": (fuzzy_run, processes_env),
+            "fuzzy-dedup, auto": (fuzzy_run, env),
         }
         rows = []
         for name, (cmd, case_env) in cases.items():
-            runs = [measure(cmd, case_env) for _ in range(args.repeat)]
+            runs = []
+            for _ in range(args.repeat):
+                for done in ("fuzzy", "fuzzy-cache"):  # a fresh dedup each time, not a resume
+                    shutil.rmtree(tmp / done, ignore_errors=True)
+                runs.append(measure(cmd, case_env))
             row = {
                 "case": name,
                 **{
@@ -172,14 +195,17 @@ def main(argv: list[str] | None = None) -> int:
                 "noise": any("still alive" in r["stderr_tail"] for r in runs),
             }
             rows.append(row)
-    seq, procs, auto = rows[3], rows[4], rows[5]
+    by = {r["case"]: r for r in rows}
+    seq, procs, auto = by["run --sequential"], by["cluster, processes"], by["cluster, auto"]
     keys = ("wall_s", "cpu_s", "peak_rss_mb")
     fixed = {row["case"]: {k: round(row[k] - seq[k], 3) for k in keys} for row in (procs, auto)}
     ratio = {k: round(auto[k] / procs[k], 3) if procs[k] else None for k in keys}
-    print(f"{'case':<22}{'wall s':>9}{'cpu s':>9}{'peak MB':>9}  exits  shutdown noise")
+    f_procs, f_auto = by["fuzzy-dedup, processes"], by["fuzzy-dedup, auto"]
+    fuzzy_ratio = {k: round(f_auto[k] / f_procs[k], 3) if f_procs[k] else None for k in keys}
+    print(f"{'case':<24}{'wall s':>9}{'cpu s':>9}{'peak MB':>9}  exits  shutdown noise")
     for r in rows:
         print(
-            f"{r['case']:<22}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}{r['peak_rss_mb']:>9.0f}"
+            f"{r['case']:<24}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}{r['peak_rss_mb']:>9.0f}"
             f"  {r['exits']}  {'yes' if r['noise'] else 'no'}"
         )
     for name, cost in fixed.items():
@@ -191,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         f"cluster run, auto / processes: {ratio['wall_s']:.2f}x wall, {ratio['cpu_s']:.2f}x CPU, "
         f"{ratio['peak_rss_mb']:.2f}x peak memory"
     )
+    print(
+        f"fuzzy-dedup, auto / processes: {fuzzy_ratio['wall_s']:.2f}x wall, "
+        f"{fuzzy_ratio['cpu_s']:.2f}x CPU, {fuzzy_ratio['peak_rss_mb']:.2f}x peak memory"
+    )
     print(f"--help / python -c pass: {rows[1]['wall_s'] / rows[0]['wall_s']:.1f}x")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "bench_cli.json"
@@ -200,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rows": rows,
                 "fixed_cost": fixed,
                 "auto_over_processes": ratio,
+                "fuzzy_dedup_auto_over_processes": fuzzy_ratio,
                 "machine": platform.platform(),
                 "args": vars(args),
             },

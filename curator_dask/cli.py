@@ -20,7 +20,7 @@ import sys
 import traceback
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,11 +129,34 @@ def cluster_config_from_args(
 
 
 @contextlib.contextmanager
-def client_from_args(args: argparse.Namespace, base: ClusterConfig | None = None) -> Iterator[Any]:
-    """Yield a :class:`distributed.Client` for the cluster flags; clean up on exit."""
+def client_from_args(
+    args: argparse.Namespace,
+    base: ClusterConfig | None = None,
+    input_bytes: Callable[[], float | None] | None = None,
+) -> Iterator[Any]:
+    """Yield a :class:`distributed.Client` for the cluster flags; clean up on exit.
+
+    With ``processes: auto`` and ``input_bytes`` (the input's estimated in-memory bytes, or
+    None when large or unknown), a small input runs on one worker of threads in this process,
+    as ``run`` does (:meth:`~curator_dask.cluster.ClusterConfig.for_input`).
+    """
+    from dask.utils import format_bytes
+
     from curator_dask.cluster import get_client
 
-    with get_client(cluster_config_from_args(args, base)) as client:
+    config = cluster_config_from_args(args, base)
+    if config.processes == "auto" and config.kind == "cpu" and input_bytes is not None:
+        nbytes = input_bytes()
+        config = config.for_input(nbytes)
+        if config.processes is False:
+            logging.getLogger("curator_dask").info(
+                "input of %s is below curator.cluster.threads-below (%s): the local cluster is "
+                "1 worker of %d threads in this process",
+                format_bytes(int(nbytes or 0)),
+                config.threads_below,
+                config.threads_per_worker,
+            )
+    with get_client(config) as client:
         yield client
 
 

@@ -287,6 +287,28 @@ def test_a_small_input_runs_on_threads_in_the_cli_process(
     assert output_ids(out) == expected_ids(records, 20)
 
 
+def test_a_small_dedup_input_runs_on_threads_and_removes_the_same_documents(
+    tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture
+) -> None:
+    import dask.config
+    import pyarrow.dataset as ds
+
+    src = write_inputs(tmp_path, records)
+    removed = {}
+    for processes in ("auto", True):
+        out, cache = tmp_path / f"out-{processes}", tmp_path / f"cache-{processes}"
+        args = ["fuzzy-dedup", str(src), "--output", str(out), "--cache-dir", str(cache)]
+        with dask.config.set({"curator.cluster.processes": processes}):
+            assert main([*args, "--n-workers", "2", "--threads-per-worker", "1"]) == 0
+        err = capsys.readouterr().err
+        on_threads = "1 worker of 2 threads in this process" in err
+        assert on_threads == (processes == "auto"), err[-2000:]
+        table = ds.dataset(out / "removed_ids", format="parquet").to_table()
+        removed[processes] = sorted(table.column("id").to_pylist())
+    assert removed["auto"]  # the sample holds near-duplicates
+    assert removed["auto"] == removed[True]
+
+
 def test_bare_class_names_resolve_to_package_stages(tmp_path: Path) -> None:
     from curator_dask.filters import WordCountFilter
     from curator_dask.modifiers import UnicodeNormalizer

@@ -80,7 +80,7 @@ def add_workflow_command(
     workflow: str,
     help_text: str,
     add_cluster_args: Callable[[argparse.ArgumentParser], None],
-    client_from_args: Callable[[argparse.Namespace], Any],
+    client_from_args: Callable[..., Any],
     required: tuple[str, ...] = ("output_path",),
     choices: dict[str, tuple[str, ...]] | None = None,
 ) -> argparse.ArgumentParser:
@@ -132,12 +132,14 @@ def add_workflow_command(
 def register(
     subparsers: Any,
     add_cluster_args: Callable[[argparse.ArgumentParser], None],
-    client_from_args: Callable[[argparse.Namespace], Any],
+    client_from_args: Callable[..., Any],
 ) -> None:
     """Add ``exact-dedup``, ``fuzzy-dedup`` and ``semantic-dedup`` to ``subparsers``.
 
-    ``add_cluster_args(parser)`` adds the cluster flags; ``client_from_args(args)`` is a
-    context manager yielding a distributed Client (or None for the local scheduler).
+    ``add_cluster_args(parser)`` adds the cluster flags; ``client_from_args(args,
+    input_bytes=...)`` is a context manager yielding a distributed Client (or None for the
+    local scheduler); ``input_bytes()`` estimates the input's in-memory size (None: large or
+    unknown), which lets a small input run on threads.
     """
     add_workflow_command(
         subparsers, "exact-dedup", ExactParams,
@@ -166,7 +168,16 @@ def _run(
     module, name = workflow.split(":")
     cls = getattr(importlib.import_module(module), name)
     options = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
-    with client_from_args(args) as client:
+
+    def input_bytes() -> float | None:
+        # the input's estimated size, listed without a cluster: a small one runs on threads
+        from curator_dask.dedup._base import DedupInput
+        from curator_dask.executor.dask_executor import input_bytes as estimate
+
+        workflow = cls(input_path=args.input, **options)
+        return estimate(DedupInput.of(workflow).reader())
+
+    with client_from_args(args, input_bytes=input_bytes) as client:
         result = cls(input_path=args.input, client=client, **options).run()  # type: ignore[call-arg]
     print(
         f"documents read: {result.documents + result.quarantined}  quarantined: "
