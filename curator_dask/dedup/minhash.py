@@ -571,21 +571,35 @@ def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
 
 @numba.njit(nogil=True, cache=True)
 def _minhash64(hashes, offsets, s):  # pragma: no cover - compiled
+    # The layout of _minhash32: blocks of shingles, permutations padded, 512-bit vectors.
+    _prefer_wide_vectors()
     n_docs = len(offsets) - 1
     k = len(s)
-    sig = np.full((n_docs, k), U64_MAX, dtype=np.uint64)
-    buf = np.empty(k, dtype=np.uint64)
+    k_pad = (k + _LANES - 1) // _LANES * _LANES
+    s = _padded(s, k_pad)
+    sig = np.empty((n_docs, k), dtype=np.uint64)
+    buf = np.empty(k_pad, dtype=np.uint64)
+    xs = np.empty(_BLOCK, dtype=np.uint64)
     for i in range(n_docs):
-        for j in range(k):
+        start, end = offsets[i], offsets[i + 1]
+        for j in range(k_pad):
             buf[j] = U64_MAX
-        for p in range(offsets[i], offsets[i + 1]):
-            h = hashes[p]
-            for j in range(k):
-                v = _fmix64(h ^ s[j])
-                if v < buf[j]:
-                    buf[j] = v
+        p = start
+        while p < end:
+            nb = min(_BLOCK, end - p)
+            for q in range(nb):
+                xs[q] = hashes[p + q]
+            for q in range(nb, _BLOCK):
+                xs[q] = xs[0]
+            for j in range(k_pad):
+                m = buf[j]
+                for q in range(_BLOCK):
+                    m = min(m, _fmix64(xs[q] ^ s[j]))
+                buf[j] = m
+            p += nb
+        row = sig[i]
         for j in range(k):
-            sig[i, j] = buf[j]
+            row[j] = buf[j]
     return sig
 
 

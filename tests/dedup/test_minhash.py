@@ -208,3 +208,27 @@ def test_kernel_on_partition_slices_and_no_documents():
     sig = minhash_signatures(hashes, offsets, perms)
     np.testing.assert_array_equal(sig, ref_minhash(hashes, offsets, perms, False))
     assert (sig[0] == np.iinfo(np.uint32).max).all()
+
+
+def python_fmix64(k: int) -> int:
+    m = 2**64 - 1
+    k ^= k >> 33
+    k = (k * 0xFF51AFD7ED558CCD) & m
+    k ^= k >> 33
+    k = (k * 0xC4CEB9FE1A85EC53) & m
+    return k ^ (k >> 33)
+
+
+@pytest.mark.parametrize("num_hashes", [1, 9, 17])
+def test_kernel64_equals_python_integers(num_hashes):
+    seeds = [int(EDGE_COEFS[j % len(EDGE_COEFS)]) ^ j for j in range(num_hashes)]
+    docs = [[h] for h in EDGE_HASHES] + [[], EDGE_HASHES, EDGE_HASHES * 3]
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+    hashes = np.array([h for d in docs for h in d], dtype=np.uint64)
+    perms = np.array([[1] * num_hashes, seeds], dtype=np.uint64)
+    sig = minhash_signatures(hashes, offsets, perms, use_64_bit_hash=True)
+    expected = [
+        [min((python_fmix64(h ^ s) for h in doc), default=2**64 - 1) for s in seeds] for doc in docs
+    ]
+    assert sig.dtype == np.uint64
+    assert sig.tolist() == expected
