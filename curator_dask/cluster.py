@@ -210,6 +210,29 @@ class ClusterConfig:
         workers = self.n_workers if self.n_workers is not None else max(1, cpus // threads)
         return workers, threads
 
+    def worker_memory(self) -> tuple[int | None, int] | None:
+        """``(memory_limit, threads_per_worker)`` the workers of this local CPU cluster get.
+
+        The limit in bytes as distributed resolves ``memory_limit`` (``"auto"``: the
+        machine's memory shared by thread), None for no limit; known before the cluster
+        starts, so a run can size its partitions for it. None for other kinds (a GPU
+        cluster's limits are dask-cuda's; a scheduler's workers are known once connected).
+
+        Examples
+        --------
+        >>> ClusterConfig(n_workers=2, threads_per_worker=1, memory_limit="2GiB").worker_memory()
+        (2147483648, 1)
+        """
+        if self.kind != "cpu":
+            return None
+        from distributed.worker_memory import parse_memory_limit
+
+        _, threads = self.sized()
+        limit = parse_memory_limit(
+            self.memory_limit, threads, logger=logging.getLogger("curator_dask.cluster")
+        )
+        return limit, threads
+
     def for_input(self, nbytes: float | None) -> ClusterConfig:
         """This config with ``processes="auto"`` decided for an input of ``nbytes``.
 

@@ -7,7 +7,10 @@ and read with :func:`get`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import dask.config
@@ -115,6 +118,11 @@ def worker_resources(client: Any = None) -> tuple[int, int | None, int]:
         workers = client.scheduler_info(n_workers=-1)["workers"]
     except TypeError:  # distributed releases before the n_workers argument
         workers = client.scheduler_info()["workers"]
+    return tightest_worker(workers)
+
+
+def tightest_worker(workers: dict[str, Any]) -> tuple[int, int | None, int]:
+    """``(n_workers, smallest memory_limit, largest nthreads)`` of a scheduler's worker table."""
     if not workers:
         return 0, None, 1
     limits = [int(w.get("memory_limit") or 0) for w in workers.values()]
@@ -122,15 +130,45 @@ def worker_resources(client: Any = None) -> tuple[int, int | None, int]:
     return len(workers), (min(limits) or None), max(threads)
 
 
+#: The workers a run is planned for, set by an executor that knows them before they exist.
+_PLANNED: contextvars.ContextVar[tuple[int | None, int] | None] = contextvars.ContextVar(
+    "curator_planned_workers", default=None
+)
+
+
+@contextlib.contextmanager
+def planned_workers(memory_limit: int | None, threads_per_worker: int = 1) -> Iterator[None]:
+    """Within this block, :func:`default_blocksize` without a client sizes for these workers.
+
+    An executor that starts its own cluster lists the input's partitions before the
+    cluster exists; it knows the memory limit and threads its workers will get, and says
+    so here (:class:`~curator_dask.executor.DaskExecutor` does). ``memory_limit`` None
+    means no limit (the configured ``curator.io.blocksize``).
+
+    Examples
+    --------
+    >>> with planned_workers(2 * 2**30, 1):
+    ...     default_blocksize() // 2**20
+    128
+    """
+    token = _PLANNED.set((memory_limit, max(1, int(threads_per_worker))))
+    try:
+        yield
+    finally:
+        _PLANNED.reset(token)
+
+
 def default_blocksize(client: Any = None, expansion: float = 1.0) -> int:
     """The readers' blocksize (bytes on disk) when none is given.
 
-    With a distributed client whose workers have a memory limit (and
-    ``curator.io.blocksize-from-memory``, default true): :func:`blocksize_for_memory` of
-    the limit above an idle worker's memory (:data:`BASE_WORKER_BYTES`), for the workers'
-    threads, with ``expansion`` in-memory bytes per stored byte (a reader's
-    ``expansion``: about 3 for Parquet). So partitions stay a fixed size however large
-    the corpus, and a worker's tasks fit in its memory. Otherwise ``curator.io.blocksize``.
+    With workers that have a memory limit (those of ``client``; else, inside
+    :func:`planned_workers`, those an executor is about to start; else the active
+    client's) and ``curator.io.blocksize-from-memory`` (default true):
+    :func:`blocksize_for_memory` of the limit above an idle worker's memory
+    (:data:`BASE_WORKER_BYTES`), for the workers' threads, with ``expansion`` in-memory
+    bytes per stored byte (a reader's ``expansion``: about 3 for Parquet). So partitions
+    stay a fixed size however large the corpus, and a worker's tasks fit in its memory.
+    Otherwise ``curator.io.blocksize``.
     Resolved on the client, at run time, by the readers and the dedup workflows.
 
     Examples
@@ -143,7 +181,11 @@ def default_blocksize(client: Any = None, expansion: float = 1.0) -> int:
     ceiling = int(parse_bytes(get("io.blocksize", "256MB")))
     if not get("io.blocksize-from-memory", True):
         return ceiling
-    _, limit, threads = worker_resources(client)
+    planned = _PLANNED.get() if client is None else None
+    if planned is not None:
+        limit, threads = planned
+    else:
+        _, limit, threads = worker_resources(client)
     if not limit:
         return ceiling
     peak = float(get("io.peak-per-partition-byte", 4)) * max(float(expansion), 1.0)

@@ -271,7 +271,8 @@ class Executor:
         """Run ``pipeline`` and return its :class:`~curator_dask.pipeline.PipelineResult`."""
         t0 = time.perf_counter()
         mode = execution_mode or _config.get("execution.mode", "streaming")
-        plan = make_plan(pipeline, mode)
+        with self._planning():
+            plan = make_plan(pipeline, mode)
         with OutputLease(plan.layout, plan.run_id, timeout_s=_lease_timeout()):
             return self._execute(plan, mode, t0)
 
@@ -362,6 +363,10 @@ class Executor:
         return result
 
     # -- what subclasses provide ------------------------------------------------------
+    def _planning(self) -> contextlib.AbstractContextManager[Any]:
+        """The context the partitions are listed in (e.g. the workers the run will have)."""
+        return contextlib.nullcontext()
+
     @contextlib.contextmanager
     def _session(self, plan: RunPlan) -> Iterator[Any]:
         raise NotImplementedError

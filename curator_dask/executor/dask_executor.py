@@ -167,6 +167,29 @@ class DaskExecutor(Executor):
         return f"DaskExecutor({where})"
 
     # -- the client -------------------------------------------------------------------
+    def _planning(self) -> contextlib.AbstractContextManager[Any]:
+        # The partitions are listed before the cluster starts: size them for the workers
+        # this executor will run on (config.default_blocksize), not the active client's.
+        workers = self._planned_workers()
+        if workers is None:
+            return contextlib.nullcontext()
+        return _config.planned_workers(*workers)
+
+    def _planned_workers(self) -> tuple[int | None, int] | None:
+        """``(memory_limit, threads_per_worker)`` of the workers the run will use, if known."""
+        if self.client is not None:
+            _, limit, threads = _config.worker_resources(self.client)
+            return limit, threads
+        if self.address is not None or self.scheduler_file is not None:
+            return None  # known once connected: the active client's, if any
+        if self.cluster is None or isinstance(self.cluster, ClusterConfig):
+            return (self.cluster or ClusterConfig.from_dask_config()).worker_memory()
+        info = getattr(self.cluster, "scheduler_info", None)  # a running cluster object
+        if not isinstance(info, dict):
+            return None
+        _, limit, threads = _config.tightest_worker(info.get("workers") or {})
+        return limit, threads
+
     @contextlib.contextmanager
     def _client(self, plan: RunPlan) -> Iterator[Any]:
         if self.client is not None:

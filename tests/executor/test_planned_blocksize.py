@@ -1,0 +1,59 @@
+"""A cluster the executor starts sizes the partitions, though it starts after they are listed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import dask
+import pandas as pd
+
+from curator_dask.cluster import ClusterConfig, get_client
+from curator_dask.config import BASE_WORKER_BYTES, blocksize_for_memory, worker_resources
+from curator_dask.executor import DaskExecutor
+from curator_dask.io import JsonlReader, JsonlWriter
+from curator_dask.pipeline import Pipeline
+
+MiB = 2**20
+
+
+def test_the_default_blocksize_follows_the_cluster_the_executor_will_start(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    with src.open("w") as f:
+        for i in range(2_500):
+            f.write(json.dumps({"id": f"d{i}", "text": f"doc {i} " + "word " * 400}) + "\n")
+    size = src.stat().st_size
+    config = ClusterConfig(
+        n_workers=1,
+        threads_per_worker=1,
+        memory_limit="4GiB",
+        processes=False,
+        dashboard_address=None,
+    )
+    out = tmp_path / "out"
+    # a peak of 1000x the partition's bytes makes the 4 GiB worker's blocksize small
+    with dask.config.set({"curator.io.peak-per-partition-byte": 1000}):
+        want = blocksize_for_memory(4 * 2**30 - BASE_WORKER_BYTES, 1, peak_per_partition_byte=1000)
+        assert want == 2 * MiB < size < 256_000_000  # the fixed default: one partition
+        result = Pipeline("planned", [JsonlReader(str(src)), JsonlWriter(str(out))]).run(
+            DaskExecutor(cluster=config, progress=False)
+        )
+    n = math.ceil(size / want)
+    assert result.partitions == n > 1
+    files = sorted(out.glob("*.jsonl"))
+    assert len(files) == n
+    got = pd.concat([pd.read_json(p, lines=True) for p in files])
+    assert got["id"].tolist() == [f"d{i}" for i in range(2_500)]
+
+
+def test_planned_worker_memory_is_what_the_started_workers_get() -> None:
+    config = ClusterConfig(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    )
+    assert config.memory_limit == "auto"
+    planned = config.worker_memory()
+    with get_client(config) as client:
+        _, limit, threads = worker_resources(client)
+    assert planned == (limit, threads)
+    assert ClusterConfig(kind="address", address="tcp://127.0.0.1:1").worker_memory() is None
