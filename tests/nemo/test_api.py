@@ -178,3 +178,21 @@ def test_per_extension_filter_with_nemo_positional_arguments(tmp_path, monkeypat
     with dask.config.set(scheduler="sync"):
         got = ScoreFilter(PerExtensionFilter("Python", "py"))(ds).df.compute()
     assert got["text"].tolist() == ["x = 1\n", "ok\n"]
+
+
+def test_histogram_filter_reads_nemo_cache_layout_and_names_missing_files(tmp_path):
+    import pandas as pd
+
+    from curator_dask.nemo.filters import HistogramFilter
+
+    (tmp_path / "histograms").mkdir()
+    (tmp_path / "histograms" / "zz").write_text("a\nb\n]\nc\n")
+    f = HistogramFilter(lang="zz", threshold=0.5, cache_dir=str(tmp_path))
+    assert f.histogram == "ab"
+    text = pd.Series([" abc ", "a c", "", "ab"], index=[7, 8, 9, 10])
+    score = f.score_document(text)
+    assert score.index.tolist() == [7, 8, 9, 10]
+    assert score.round(3).tolist() == [0.667, 0.333, 0.0, 1.0]
+    assert f.keep_document(score).tolist() == [True, False, False, True]
+    with pytest.raises(FileNotFoundError, match="downloads nothing"):
+        HistogramFilter(lang="fr", cache_dir=str(tmp_path))

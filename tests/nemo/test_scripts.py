@@ -219,3 +219,71 @@ def test_fuzzy_dedup_script_gives_the_native_groups(tmp_path, input_dir):
 
     assert result.duplicate_groups > 0
     assert groups(got) == groups(want)
+
+
+HISTOGRAM_SCRIPT = """
+import sys
+
+import nemo_curator as nc
+from nemo_curator.datasets import DocumentDataset
+from nemo_curator.filters import HistogramFilter
+
+input_dir, cache_dir, output_dir = sys.argv[1:4]
+dataset = DocumentDataset.read_json(input_dir)
+filters = nc.Sequential(
+    [
+        nc.ScoreFilter(HistogramFilter(lang="en"), text_field="text", score_field="hist_en"),
+        nc.ScoreFilter(
+            HistogramFilter(lang="xx", threshold=0.6, cache_dir=cache_dir),
+            text_field="text",
+            score_field="hist_xx",
+        ),
+    ]
+)
+filters(dataset).to_json(output_dir)
+"""
+
+
+@pytest.mark.integration
+def test_histogram_filter_script_scores_as_nemo_documents(tmp_path, input_dir, sample_records):
+    from curator_dask.filters import HistogramFilter as NativeHistogram
+
+    # Documents in other scripts and empty ones, beside the English sample.
+    others = ["日本語の文章です。" * 20, "Русский текст здесь. " * 30, "   ", "", "\u3000x "]
+    with open(input_dir / "shard_3.jsonl", "w") as f:
+        for i, text in enumerate(others):
+            f.write(json.dumps({"id": f"other-{i}", "text": text}) + "\n")
+    # A histogram in the layout of M2M-100's histograms.tar.gz: one character per line,
+    # most frequent first, cut at the line that starts with "]".
+    hist = tmp_path / "cache" / "histograms" / "checkpoint" / "edunov" / "cc60_multilingual"
+    (hist / "clean_hists").mkdir(parents=True)
+    lines = [" 1000", "e 900", "t 800", "a 700", "o 600", "n 500", "i 400", "s 300", "] 0", "h 1"]
+    (hist / "clean_hists" / "xx").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    _run(HISTOGRAM_SCRIPT, tmp_path, str(input_dir), str(tmp_path / "cache"), str(out))
+    got = pd.concat(
+        pd.read_json(p, lines=True, dtype={"id": str}) for p in glob.glob(f"{out}/*.jsonl")
+    )
+
+    # NeMo's rule, one document at a time: characters of the stripped text in the
+    # histogram over its length (0 when empty), kept above the threshold.
+    def score(text: str, chars: set[str]) -> float:
+        s = text.strip()
+        return sum(c in chars for c in s) / len(s) if s else 0.0
+
+    en = set(NativeHistogram(lang="en").histogram) | {
+        c for c in map(chr, range(0x3001)) if c.isspace()
+    }
+    xx = set(" etaonis")
+    records = [*sample_records, *({"id": f"other-{i}", "text": t} for i, t in enumerate(others))]
+    kept = {
+        r["id"]: (score(r["text"], en), score(r["text"], xx))
+        for r in records
+        if score(r["text"], en) > 0.8 and score(r["text"], xx) > 0.6
+    }
+    assert 0 < len(kept) < len(sample_records)
+    assert not any(k.startswith("other-") for k in kept)
+    assert sorted(got["id"]) == sorted(kept)
+    for row in got.itertuples():
+        assert row.hist_en == pytest.approx(kept[row.id][0])
+        assert row.hist_xx == pytest.approx(kept[row.id][1])

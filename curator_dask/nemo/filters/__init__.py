@@ -10,13 +10,26 @@ NeMo's repetition thresholds are the smallest kept share of *unique* lines/parag
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from curator_dask import filters as native
+from curator_dask import text as text_kit
+from curator_dask.filters.content import BUNDLED_HISTOGRAMS
 from curator_dask.nemo.utils.decorators import batched
 from curator_dask.stage import Filter
+
+
+def _char_class(chars: str) -> str:
+    """A regex character class matching any of ``chars``."""
+    return "[" + "".join("\\" + c if c in "\\]^-[" else c for c in chars) + "]"
+
+
+#: What Python's ``str.strip()`` removes from the ends of a text (ASCII and Unicode spaces).
+_WHITESPACE = "".join(c for c in map(chr, range(0x3000 + 1)) if c.isspace())
+_STRIP = f"^{_char_class(_WHITESPACE)}+|{_char_class(_WHITESPACE)}+$"
 
 
 class DocumentFilter:
@@ -235,6 +248,88 @@ class TokenCountFilter(_nemo(native.TokenCountFilter)):  # type: ignore[misc]
         super().__init__(**args)
 
 
+def _nemo_cache_dir(cache_dir: str | None) -> Path:
+    """NeMo's cache directory: ``cache_dir``, else the user's cache folder (platformdirs)."""
+    if cache_dir:
+        return Path(cache_dir)
+    try:
+        from platformdirs import user_cache_dir
+    except ImportError:  # platformdirs' answer on Linux
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return Path(user_cache_dir())
+
+
+class HistogramFilter(DocumentFilter):
+    """NeMo's ``HistogramFilter(lang="en", threshold=0.8, cache_dir="", threshold_char="]")``.
+
+    NLLB's character-histogram check: the share of a document's characters that are in
+    the language's histogram. Scored as NeMo scores it: on the text stripped of leading
+    and trailing whitespace, characters in the histogram over all characters (inner
+    whitespace included), 0 for an empty text; kept when the score is *above*
+    ``threshold``. The histogram is read as NeMo reads it, from
+    ``<cache_dir>/histograms/<lang>`` or the layout of M2M-100's ``histograms.tar.gz``
+    extracted there (``.../checkpoint/edunov/cc60_multilingual/clean_hists/<lang>``):
+    the first character of each line, up to the line starting with ``threshold_char``.
+    curator_dask downloads nothing: without such a file, ``lang="en"`` uses the English
+    histogram bundled with :class:`curator_dask.filters.HistogramFilter` (visible
+    characters only, so whitespace counts as in it), and other languages raise
+    ``FileNotFoundError``. ``cache_dir=""`` is NeMo's default, the user's cache folder.
+    Runs vectorised, once per partition.
+    """
+
+    _name = "histogram"
+
+    def __init__(
+        self,
+        lang: str | None = "en",
+        threshold: float | None = 0.8,
+        cache_dir: str | None = "",
+        threshold_char: str | None = "]",
+    ) -> None:
+        self.lang = lang or "en"
+        self.threshold = 0.8 if threshold is None else float(threshold)
+        self.threshold_char = threshold_char or "]"
+        root = _nemo_cache_dir(cache_dir) / "histograms"
+        candidates = [
+            root / self.lang,
+            root / "checkpoint" / "edunov" / "cc60_multilingual" / "clean_hists" / self.lang,
+        ]
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is not None:
+            chars = []
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    if line[:1] == self.threshold_char:
+                        break
+                    chars.append(line[:1])
+            self.histogram = "".join(sorted(set(chars) - {""}))
+            self.source = str(path)
+        elif self.lang in BUNDLED_HISTOGRAMS:
+            bundled = native.HistogramFilter(lang=self.lang).histogram
+            self.histogram = "".join(sorted({*str(bundled), *_WHITESPACE}))
+            self.source = f"bundled:{self.lang}"
+        else:
+            raise FileNotFoundError(
+                f"HistogramFilter(lang={self.lang!r}): no histogram at {candidates[0]} or "
+                f"{candidates[1]}; curator_dask downloads nothing: extract M2M-100's "
+                f"histograms.tar.gz under {root} (bundled: {BUNDLED_HISTOGRAMS})"
+            )
+        self._pattern = _char_class(self.histogram)
+
+    @batched
+    def score_document(self, text: Any) -> Any:
+        t = text_kit.as_text(text)
+        stripped = t.str.replace(_STRIP, "", regex=True)
+        total = stripped.str.len()
+        inside = stripped.str.count(self._pattern) if self.histogram else total * 0
+        score = (inside / total.where(total > 0, 1)).where(total > 0, 0.0).astype("float64")
+        return text_kit.restore_index(score, text.index)
+
+    @batched
+    def keep_document(self, score: Any) -> Any:
+        return score > self.threshold
+
+
 __all__ = [
     "AlphaFilter",
     "BoilerPlateStringFilter",
@@ -244,6 +339,7 @@ __all__ = [
     "EllipsisFilter",
     "GeneralCommentToCodeFilter",
     "HTMLBoilerplateFilter",
+    "HistogramFilter",
     "LongWordFilter",
     "MeanWordLengthFilter",
     "NonAlphaNumericFilter",
