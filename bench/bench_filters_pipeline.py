@@ -1,37 +1,48 @@
 """Peak memory of a streaming filter pipeline as its one input file grows 4x (250 MB -> 1 GB).
 
 Usage: ``python bench/bench_filters_pipeline.py [--sizes-mb 250 1000] [--n-workers 2]
-[--memory-limit 1.5GB] [--out FILE]``
+[--memory-limit 1.5GB] [--variants default two-per-thread-half] [--out FILE]``
 
 For every size, writes one JSONL file of that many bytes (the shipped sample's documents
 repeated, each copy with a new id and a distinct first word, so nothing is a duplicate),
 then runs the pipeline of NeMo Curator's measurement in issue 12 (Unicode and whitespace
 normalisation, word count, repeated lines, duplicate 5-grams) in streaming mode on a
-local cluster of worker processes with a memory limit, with the readers' default
-blocksize (chosen from the workers' memory limit on the client, see
-``curator_dask.config.default_blocksize``) and one partition in flight per worker
-(``--max-in-flight``). A thread samples the summed resident memory
-of this process and its children (scheduler, nannies, workers) every 50 ms. Prints the
-peak per size, the ratio of the largest to the smallest (the target: at most 1.2), and
-writes JSON.
+local cluster of worker processes with a memory limit, once per variant:
+
+- ``default``: every setting at its default (the reader's blocksize and the executor's
+  partitions in flight, both chosen from the workers' memory limit and threads);
+- ``one-per-thread``: the default blocksize, one partition in flight per worker thread;
+- ``two-per-thread``: the default blocksize, two partitions in flight per worker thread;
+- ``two-per-thread-half``: two in flight per thread with half the default blocksize (the
+  other way to fit two partitions per thread in the same memory).
+
+A thread samples the resident memory of this process and each of its children
+(scheduler, nannies, workers) every 50 ms. Prints per run the peak of the sum, the
+largest worker's peak as a share of its memory limit, the workers the nannies had to
+restart, wall time and documents per CPU-second of the workers; then, per variant, the
+ratio of the peak at the largest size to the peak at the smallest (the target: at most
+1.2). Writes JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_pipeline import TreeMemorySampler  # noqa: E402
 from curator_dask.cluster import ClusterConfig, get_client  # noqa: E402
 from curator_dask.config import default_blocksize  # noqa: E402
 from curator_dask.executor import DaskExecutor  # noqa: E402
@@ -75,27 +86,101 @@ def stages() -> list[Any]:
     ]
 
 
-def run_once(
-    src: Path, out: Path, config: ClusterConfig, max_in_flight: int | None
-) -> dict[str, Any]:
-    with TreeMemorySampler() as mem, get_client(config) as client:
-        idle = TreeMemorySampler()._sample()
-        blocksize = default_blocksize(client)
-        pipeline = Pipeline("bench", [JsonlReader(str(src)), *stages(), JsonlWriter(str(out))])
+class ProcessSampler:
+    """Samples the RSS of this process and of each descendant, and their CPU times."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.peak = 0  # of the sum
+        self.peak_by_pid: dict[int, int] = {}
+        self.cpu_by_pid: dict[int, float] = {}
+        self.kind_of: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> int:
+        me = psutil.Process()
+        total = 0
+        for p in me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # a process that just exited
+                rss = p.memory_info().rss
+                total += rss
+                self.peak_by_pid[p.pid] = max(self.peak_by_pid.get(p.pid, 0), rss)
+                cpu = p.cpu_times()
+                self.cpu_by_pid[p.pid] = cpu.user + cpu.system
+                if p.pid not in self.kind_of:
+                    tracker = any("resource_tracker" in a for a in p.cmdline())
+                    self.kind_of[p.pid] = "tracker" if tracker else "worker"
+        return total + me.memory_info().rss
+
+    def workers(self) -> list[int]:
+        """Worker processes: the children of this process (which holds the scheduler and
+        the nannies) that are not multiprocessing's resource tracker."""
+        return [pid for pid, kind in self.kind_of.items() if kind == "worker"]
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.sample())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> ProcessSampler:
+        self.peak = self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+#: What each variant changes: partitions in flight per worker thread (None: the
+#: executor's default) and the blocksize as a share of the default one.
+VARIANTS: dict[str, tuple[int | None, float]] = {
+    "default": (None, 1.0),
+    "one-per-thread": (1, 1.0),
+    "two-per-thread": (2, 1.0),
+    "two-per-thread-half": (2, 0.5),
+}
+
+
+def run_once(src: Path, out: Path, config: ClusterConfig, variant: str) -> dict[str, Any]:
+    per_thread, share = VARIANTS[variant]
+    with ProcessSampler() as mem, get_client(config) as client:
+        idle = mem.sample()
+        threads = sum(client.nthreads().values())
+        default = default_blocksize(client)
+        blocksize = None if share == 1.0 else int(default * share)
+        pipeline = Pipeline(
+            "bench",
+            [JsonlReader(str(src), blocksize=blocksize), *stages(), JsonlWriter(str(out))],
+        )
+        in_flight = None if per_thread is None else per_thread * threads
+        executor = DaskExecutor(client=client, progress=False, max_in_flight=in_flight)
         t0 = time.perf_counter()
-        executor = DaskExecutor(client=client, progress=False, max_in_flight=max_in_flight)
         result = pipeline.run(executor, execution_mode="streaming")
         wall = time.perf_counter() - t0
+        mem.sample()
+        limit = min(int(w["memory_limit"]) for w in client.scheduler_info()["workers"].values())
+    workers = mem.workers()
+    worker_peak = max(mem.peak_by_pid[pid] for pid in workers)
+    cpu = sum(mem.cpu_by_pid.values())
     return {
+        "variant": variant,
         "input_mb": round(src.stat().st_size / 1e6, 1),
         "docs": result.read,
         "kept": result.kept,
         "partitions": result.partitions,
-        "default_blocksize_mb": round(blocksize / 1e6, 1),
+        "blocksize_mb": round((blocksize or default) / 1e6, 1),
+        "in_flight": in_flight or "default",
         "wall_s": round(wall, 1),
+        "cluster_cpu_s": round(cpu, 1),
+        "docs_per_cpu_s": round(result.read / cpu) if cpu else None,
         "idle_cluster_mb": round(idle / 1e6),
         "peak_mb": round(mem.peak / 1e6),
         "peak_above_idle_mb": round((mem.peak - idle) / 1e6),
+        "worker_peak_mb": round(worker_peak / 1e6),
+        "worker_peak_share": round(worker_peak / limit, 3),
+        "worker_restarts": max(0, len(workers) - config.sized()[0]),
     }
 
 
@@ -104,17 +189,9 @@ def main() -> None:
     ap.add_argument("--sizes-mb", type=float, nargs="+", default=[250, 1000])
     ap.add_argument("--n-workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="1.5GB", help="per worker")
-    ap.add_argument(
-        "--max-in-flight",
-        type=int,
-        default=None,
-        help="partitions in flight (default: one per worker; 0: curator.execution.max-in-flight)",
-    )
+    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["default"])
     ap.add_argument("--out", default="bench_filters_pipeline.json")
     args = ap.parse_args()
-    # One partition in flight per worker thread: the default blocksize is sized for that
-    # (config.default_blocksize); the executor's own default is two per thread.
-    in_flight = args.n_workers if args.max_in_flight is None else (args.max_in_flight or None)
     config = ClusterConfig(
         n_workers=args.n_workers,
         threads_per_worker=1,
@@ -126,28 +203,39 @@ def main() -> None:
         for size in args.sizes_mb:
             src = Path(tmp) / f"in-{size:g}MB.jsonl"
             make_input(src, size)
-            out = Path(tmp) / "out"
-            rows.append(run_once(src, out, config, in_flight))
-            shutil.rmtree(out, ignore_errors=True)
+            for variant in args.variants:
+                out = Path(tmp) / "out"
+                rows.append(run_once(src, out, config, variant))
+                shutil.rmtree(out, ignore_errors=True)
+                r = rows[-1]
+                print(
+                    f"{variant:20s} {r['input_mb']:7.1f} MB {r['docs']:8d} docs "
+                    f"{r['partitions']:3d} x {r['blocksize_mb']:5.1f} MB, in flight "
+                    f"{r['in_flight']!s:7s} {r['wall_s']:6.1f} s {r['docs_per_cpu_s']:6d} "
+                    f"docs/CPU-s  peak {r['peak_mb']:5d} MB (idle {r['idle_cluster_mb']} MB)"
+                    f"  worker {r['worker_peak_mb']} MB = {r['worker_peak_share']:.0%} of "
+                    f"its limit, {r['worker_restarts']} restarts",
+                    flush=True,
+                )
             src.unlink()
-            r = rows[-1]
-            print(
-                f"{r['input_mb']:8.1f} MB {r['docs']:8d} docs {r['partitions']:4d} partitions "
-                f"(blocksize {r['default_blocksize_mb']} MB)  {r['wall_s']:7.1f} s  "
-                f"peak {r['peak_mb']} MB (idle cluster {r['idle_cluster_mb']} MB)",
-                flush=True,
-            )
-    ratio = rows[-1]["peak_mb"] / rows[0]["peak_mb"]
+    ratios = {}
+    for variant in args.variants:
+        mine = [r for r in rows if r["variant"] == variant]
+        ratios[variant] = round(mine[-1]["peak_mb"] / mine[0]["peak_mb"], 3)
+        print(
+            f"{variant:20s} peak at {mine[-1]['input_mb']:.0f} MB / peak at "
+            f"{mine[0]['input_mb']:.0f} MB = {ratios[variant]:.2f} (target <= 1.2); worst "
+            f"worker {max(r['worker_peak_share'] for r in mine):.0%} of its limit "
+            "(target < 60%)"
+        )
     print(
-        f"peak at {rows[-1]['input_mb']:.0f} MB / peak at {rows[0]['input_mb']:.0f} MB = "
-        f"{ratio:.2f} (target <= 1.2); {args.n_workers} workers x 1 thread, "
-        f"memory_limit {args.memory_limit} each, {in_flight or 'default'} partitions in flight"
+        f"{args.n_workers} workers x 1 thread, memory_limit {args.memory_limit} each; "
+        "docs/CPU-s: documents over the CPU seconds of the nannies and workers"
     )
     report = {
         "cluster": {"n_workers": args.n_workers, "memory_limit": args.memory_limit},
-        "max_in_flight": in_flight,
         "rows": rows,
-        "peak_ratio": ratio,
+        "peak_ratio": ratios,
     }
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")
