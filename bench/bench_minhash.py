@@ -13,6 +13,15 @@ may be shared; CPU time is what one core delivers), numba and rayon held to one 
   runs include the same normalisation and shingling in Python (rensa:
   ``digest_matrix_from_token_sets``; datasketch: ``MinHash.bulk``).
 
+A third measurement, **length sweep**: identical random shingle hashes, every document of
+exactly ``L`` shingles (16 to 1,024), ours and rensa. ``gpairs_per_cpu_s`` is shingles x
+permutations per CPU-second (billions): our kernel evaluates every pair (``k`` independent
+``(a*x + b) >> 32`` functions, the hash family our caches and signatures rest on), so its
+figure is flat and its docs/s falls as 1/L; rensa 0.5's R-MinHash is a bucketed sketch (each
+shingle updates a few buckets, affine hashes only for buckets left empty, after Fast
+Similarity Sketching), whose cost hardly grows with L, so its nominal figure grows with L and
+is not the rate of a k-function kernel. Its signatures are a different function of the input.
+
 Corpora: ``multilingual`` -- real sentences in 60-odd languages, the example sentences
 shipped with spaCy (``spacy.lang.*.examples``); each document is one language's sentences
 in random order, 200-1,200 characters. ``english`` -- public-corpus documents of 150-300
@@ -127,6 +136,7 @@ def run_corpus(name: str, docs: list[str], args: argparse.Namespace) -> list[dic
                 "cpu_s": round(sec, 3),
                 "docs_per_cpu_s": round(n / sec),
                 "mb_per_cpu_s": round(megabytes / sec, 1),
+                "gpairs_per_cpu_s": round(int(offsets[n] - offsets[0]) * k / sec / 1e9, 2),
             }
         )
 
@@ -195,6 +205,42 @@ def run_corpus(name: str, docs: list[str], args: argparse.Namespace) -> list[dic
     return rows
 
 
+def length_sweep(args: argparse.Namespace) -> list[dict]:
+    """Identical random shingle hashes, documents of exactly L shingles: ours and rensa."""
+    import rensa
+
+    k = args.num_hashes
+    perms = minhash_permutations(k, 42)
+    rng = np.random.default_rng(1)
+    rows = []
+    for length in (16, 64, 256, 1024):
+        n = max(500, args.docs * 200 // length)
+        offsets = np.arange(n + 1, dtype=np.int64) * length
+        hashes = rng.integers(0, 2**64 - 1, size=n * length, dtype=np.uint64, endpoint=True)
+        off_u = offsets.astype(np.uint64)
+        runs = {
+            "curator_dask": lambda h=hashes, o=offsets: minhash_signatures(h, o, perms),
+            "rensa": lambda h=hashes, o=off_u: rensa.RMinHash.digest_matrix_from_flat_token_hashes(
+                h, o, num_perm=k, seed=42
+            ),
+        }
+        for impl, fn in runs.items():
+            sec = cpu(fn)
+            rows.append(
+                {
+                    "corpus": f"random L={length}",
+                    "input": "hashes",
+                    "impl": impl,
+                    "docs": n,
+                    "cpu_s": round(sec, 3),
+                    "docs_per_cpu_s": round(n / sec),
+                    "mb_per_cpu_s": "",
+                    "gpairs_per_cpu_s": round(n * length * k / sec / 1e9, 2),
+                }
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--docs", type=int, default=20000)
@@ -215,6 +261,7 @@ def main(argv: list[str] | None = None) -> dict:
             "mean_shingles": round(float(np.diff(o).mean()), 1),
         }
         rows += run_corpus(name, docs, args)
+    rows += length_sweep(args)
     ratios = {}
     for r in rows:
         ours = next(
@@ -236,9 +283,23 @@ def main(argv: list[str] | None = None) -> dict:
             f"  {name}: mean {i['mean_chars']} chars, {i['mean_bytes']} bytes, "
             f"{i['mean_shingles']} shingles per document"
         )
-    cols = ["corpus", "input", "impl", "docs", "cpu_s", "docs_per_cpu_s", "mb_per_cpu_s", "ours_vs"]
+    cols = [
+        "corpus",
+        "input",
+        "impl",
+        "docs",
+        "cpu_s",
+        "docs_per_cpu_s",
+        "mb_per_cpu_s",
+        "gpairs_per_cpu_s",
+        "ours_vs",
+    ]
     print(table(rows, cols))
     print("ours_vs: curator_dask docs/s divided by this row's docs/s (same corpus and input)")
+    print(
+        "gpairs_per_cpu_s: shingles x permutations per CPU-second, in billions (nominal for "
+        "rensa, whose bucketed sketch does not evaluate every pair)"
+    )
     payload = {
         "rows": rows,
         "ratios": ratios,
