@@ -276,7 +276,17 @@ def test_ctrl_c_says_how_far_the_run_got_and_resume_finishes_it(tmp_path: Path) 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "curator_dask.cli", "run", str(f), "--sequential", "-q"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C in a terminal: the default disposition. A test run started in the background
+    # by a shell without job control (`bash .ci/run &`) ignores SIGINT, and so would the CLI
+    # it starts; a batch job in the background is meant to, so the CLI keeps what it inherits.
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 60
     while len(list((out / ".curator" / "_stats").glob("part-*.json"))) < 2:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
