@@ -40,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import re
 import unicodedata
 from typing import Any, Literal
@@ -506,11 +507,13 @@ def _prefer_wide_vectors(typingctx):  # pragma: no cover - compiled
     registers. A function attribute scopes this to the kernels (numba's process-wide
     ``NUMBA_CPU_FEATURES`` would be the alternative); a CPU without AVX-512 keeps its
     widest registers. llvmlite validates only keyword attributes, so this string
-    attribute goes into the attribute set directly.
+    attribute goes into the attribute set directly; should a later llvmlite refuse it, the
+    kernels compile with the default width (same results, slower; a test notices).
     """
 
     def codegen(context, builder, signature, args):
-        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        with contextlib.suppress(TypeError):
+            set.add(builder.function.attributes, '"prefer-vector-width"="512"')
         return context.get_dummy_value()
 
     return numba.types.none(), codegen

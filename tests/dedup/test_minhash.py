@@ -232,3 +232,18 @@ def test_kernel64_equals_python_integers(num_hashes):
     ]
     assert sig.dtype == np.uint64
     assert sig.tolist() == expected
+
+
+def test_kernels_ask_for_wide_vectors():
+    """The kernels carry LLVM's prefer-vector-width attribute (their AVX-512 speed rests on it)."""
+    import numba
+
+    from curator_dask.dedup.minhash import _minhash32, _minhash64
+
+    hashes, offsets = np.arange(3, dtype=np.uint64), np.array([0, 3], dtype=np.int64)
+    perm = np.ones(4, dtype=np.uint64)
+    for kernel, args in ((_minhash32, (perm, perm)), (_minhash64, (perm,))):
+        fresh = numba.njit(kernel.py_func)  # not from the cache, so that its IR can be read
+        fresh(hashes, offsets, *args)
+        ir = "".join(fresh.inspect_llvm().values())
+        assert '"prefer-vector-width"="512"' in ir
