@@ -164,11 +164,12 @@ def default_blocksize(client: Any = None, expansion: float = 1.0) -> int:
     With workers that have a memory limit (those of ``client``; else, inside
     :func:`planned_workers`, those an executor is about to start; else the active
     client's) and ``curator.io.blocksize-from-memory`` (default true):
-    :func:`blocksize_for_memory` of the limit above an idle worker's memory
-    (:data:`BASE_WORKER_BYTES`), for the workers' threads, with ``expansion`` in-memory
+    :func:`blocksize_for_memory` of ``curator.io.memory-fraction`` (0.6) of the limit less
+    an idle worker's memory (:data:`BASE_WORKER_BYTES`), for one partition per worker
+    thread (what the streaming executor keeps in flight), with ``expansion`` in-memory
     bytes per stored byte (a reader's ``expansion``: about 3 for Parquet). So partitions
-    stay a fixed size however large the corpus, and a worker's tasks fit in its memory.
-    Otherwise ``curator.io.blocksize``.
+    stay a fixed size however large the corpus, and a worker, idle memory included, stays
+    under that share of its limit. Otherwise ``curator.io.blocksize``.
     Resolved on the client, at run time, by the readers and the dedup workflows.
 
     Examples
@@ -189,5 +190,8 @@ def default_blocksize(client: Any = None, expansion: float = 1.0) -> int:
     if not limit:
         return ceiling
     peak = float(get("io.peak-per-partition-byte", 4)) * max(float(expansion), 1.0)
-    usable = max(limit - BASE_WORKER_BYTES, limit // 4)
-    return blocksize_for_memory(usable, threads, peak_per_partition_byte=peak)
+    # The whole worker, idle memory included, stays under the fraction of its limit (a
+    # quarter of that share at least, for limits barely above an idle worker).
+    share = limit * float(get("io.memory-fraction", 0.6))
+    usable = max(share - BASE_WORKER_BYTES, share / 4)
+    return blocksize_for_memory(usable, threads, peak_per_partition_byte=peak, memory_fraction=1)

@@ -54,7 +54,7 @@ def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
     ceiling = 256_000_000
     assert JsonlReader(str(tmp_path)).partition_bytes == ceiling  # no client
-    limit = 2**30
+    limit = 2 * 2**30
     with (
         LocalCluster(
             n_workers=1, threads_per_worker=2, processes=False, memory_limit=limit,
@@ -62,8 +62,12 @@ def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
         ) as cluster,
         Client(cluster) as client,
     ):  # fmt: skip
-        want = blocksize_for_memory(limit - BASE_WORKER_BYTES, 2, peak_per_partition_byte=4)
-        assert want == 32 * MiB  # (1 GiB - 480 MiB) * 0.6 / (2 threads x 4) = 41 MiB
+        want = blocksize_for_memory(
+            0.6 * limit - BASE_WORKER_BYTES, 2, peak_per_partition_byte=4, memory_fraction=1
+        )
+        assert want == 64 * MiB  # (0.6 x 2 GiB - 480 MiB) / (2 threads x 4) = 94 MiB
+        # the whole worker, idle memory included, under 60% of its limit
+        assert BASE_WORKER_BYTES + 2 * 4 * want <= 0.6 * limit
         reader = JsonlReader(str(tmp_path))
         assert reader.partition_bytes == want == default_blocksize(client)
         # Parquet expands ~3x when decoded: smaller files on disk per partition

@@ -116,7 +116,7 @@ class DaskExecutor(Executor):
         ``curator.cluster.*``, sized to the machine.
     max_in_flight : int, optional
         Partitions in flight in streaming mode; default ``curator.execution.max-in-flight``
-        or 2 x the cluster's threads.
+        or one per worker thread (the default blocksize is sized for that).
     progress : bool, optional
         Print the dashboard link and a progress line on stderr; default
         ``curator.execution.progress``.
@@ -270,7 +270,11 @@ class DaskExecutor(Executor):
         n = self.max_in_flight or _config.get("execution.max-in-flight")
         if n:
             return int(n)
-        return max(1, 2 * sum(client.nthreads().values()))
+        # One partition per worker thread: what the default blocksize is sized for. A
+        # second one per thread does not wait idle: its read runs whenever the thread
+        # waits for the scheduler between two steps of the first, so each worker held a
+        # stage's working set plus a whole other partition (bench_filters_pipeline.py).
+        return max(1, sum(client.nthreads().values()))
 
     # -- streaming ----------------------------------------------------------------------
     def _run_streaming(

@@ -32,9 +32,10 @@ def test_the_default_blocksize_follows_the_cluster_the_executor_will_start(tmp_p
         dashboard_address=None,
     )
     out = tmp_path / "out"
-    # a peak of 1000x the partition's bytes makes the 4 GiB worker's blocksize small
-    with dask.config.set({"curator.io.peak-per-partition-byte": 1000}):
-        want = blocksize_for_memory(4 * 2**30 - BASE_WORKER_BYTES, 1, peak_per_partition_byte=1000)
+    # a peak of 500x the partition's bytes makes the 4 GiB worker's blocksize small
+    with dask.config.set({"curator.io.peak-per-partition-byte": 500}):
+        usable = 0.6 * 4 * 2**30 - BASE_WORKER_BYTES
+        want = blocksize_for_memory(usable, 1, peak_per_partition_byte=500, memory_fraction=1)
         assert want == 2 * MiB < size < 256_000_000  # the fixed default: one partition
         result = Pipeline("planned", [JsonlReader(str(src)), JsonlWriter(str(out))]).run(
             DaskExecutor(cluster=config, progress=False)
@@ -57,3 +58,19 @@ def test_planned_worker_memory_is_what_the_started_workers_get() -> None:
         _, limit, threads = worker_resources(client)
     assert planned == (limit, threads)
     assert ClusterConfig(kind="address", address="tcp://127.0.0.1:1").worker_memory() is None
+
+
+def test_streaming_keeps_one_partition_in_flight_per_worker_thread_by_default() -> None:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=3, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        # what the default blocksize is sized for (config.default_blocksize)
+        assert DaskExecutor(client=client)._window(client) == 6
+        assert DaskExecutor(client=client, max_in_flight=2)._window(client) == 2
+        with dask.config.set({"curator.execution.max-in-flight": 4}):
+            assert DaskExecutor(client=client)._window(client) == 4
