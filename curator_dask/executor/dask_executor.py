@@ -10,7 +10,7 @@ from typing import Any
 from dask.utils import format_bytes
 
 from curator_dask import config as _config
-from curator_dask.cluster import ClusterConfig, get_client, worker_hosts
+from curator_dask.cluster import ClusterConfig, ClusterConnectError, get_client, worker_hosts
 from curator_dask.executor import _hooks, _tasks
 from curator_dask.executor._oom import PartitionMemoryError
 from curator_dask.executor._progress import Progress
@@ -151,6 +151,7 @@ class DaskExecutor(Executor):
         self.scheduler_file = scheduler_file
         self.cluster = cluster
         self.max_in_flight = max_in_flight
+        self._connect_error: Exception | None = None  # from listing's look at the scheduler
 
     def __repr__(self) -> str:
         where = (
@@ -177,11 +178,21 @@ class DaskExecutor(Executor):
 
     def _planned_workers(self) -> tuple[int | None, int] | None:
         """``(memory_limit, threads_per_worker)`` of the workers the run will use, if known."""
+        self._connect_error = None
         if self.client is not None:
             _, limit, threads = _config.worker_resources(self.client)
             return limit, threads
-        if self.address is not None or self.scheduler_file is not None:
-            return None  # known once connected: the active client's, if any
+        connect = self._connect_config()
+        if connect is not None:
+            # Ask the scheduler (one short extra connection, before listing the input).
+            try:
+                with get_client(connect) as client:
+                    _, limit, threads = _config.worker_resources(client)
+            except ClusterConnectError as e:
+                # raised again when the run needs the cluster (not after a second wait)
+                self._connect_error = e
+                return None
+            return limit, threads
         if self.cluster is None or isinstance(self.cluster, ClusterConfig):
             return (self.cluster or ClusterConfig.from_dask_config()).worker_memory()
         info = getattr(self.cluster, "scheduler_info", None)  # a running cluster object
@@ -195,10 +206,12 @@ class DaskExecutor(Executor):
         if self.client is not None:
             yield self.client
             return
-        if self.address is not None:
-            config = ClusterConfig(kind="address", address=self.address)
-        elif self.scheduler_file is not None:
-            config = ClusterConfig(kind="scheduler_file", scheduler_file=self.scheduler_file)
+        connect = self._connect_config()
+        if connect is not None:
+            error, self._connect_error = self._connect_error, None
+            if error is not None:
+                raise error
+            config = connect
         elif self.cluster is None or isinstance(self.cluster, ClusterConfig):
             config = self.cluster or ClusterConfig.from_dask_config()
             if config.processes == "auto":
@@ -220,6 +233,18 @@ class DaskExecutor(Executor):
             return
         with get_client(config) as client:
             yield client
+
+    def _connect_config(self) -> ClusterConfig | None:
+        """The config to connect with when the workers are a running scheduler's, else None."""
+        if self.address is not None:
+            return ClusterConfig(kind="address", address=self.address)
+        if self.scheduler_file is not None:
+            return ClusterConfig(kind="scheduler_file", scheduler_file=self.scheduler_file)
+        if self.cluster is None or isinstance(self.cluster, ClusterConfig):
+            config = self.cluster or ClusterConfig.from_dask_config()
+            if config.kind in ("address", "scheduler_file"):
+                return config
+        return None
 
     @contextlib.contextmanager
     def _session(self, plan: RunPlan) -> Iterator[Any]:

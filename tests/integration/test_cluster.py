@@ -50,6 +50,39 @@ def test_pipeline_through_scheduler_file_in_batch_mode(
     assert (result.read, result.partitions, result.execution_mode) == (240, 6, "batch")
 
 
+@pytest.mark.parametrize("given", ["scheduler_file", "cluster_config"])
+def test_default_blocksize_follows_the_workers_of_a_scheduler_file(
+    subprocess_cluster, tmp_path: Path, given: str
+) -> None:
+    import dask
+    import pandas as pd
+
+    from curator_dask.config import BASE_WORKER_BYTES, blocksize_for_memory
+
+    src = tmp_path / "in.jsonl"
+    with src.open("w") as f:
+        for i in range(2_500):
+            f.write(json.dumps({"id": f"d{i}", "text": f"doc {i} " + "word " * 400}) + "\n")
+    size = src.stat().st_size
+    out = tmp_path / "out"
+    # the workers have 1 GB each (conftest); a peak of 50x makes their blocksize small
+    with dask.config.set({"curator.io.peak-per-partition-byte": 50}):
+        usable = max(0.6e9 - BASE_WORKER_BYTES, 0.6e9 / 4)
+        want = blocksize_for_memory(usable, 1, peak_per_partition_byte=50, memory_fraction=1)
+        assert want == 2 * 2**20 < size < 256_000_000  # the fixed default: one partition
+        sfile = str(subprocess_cluster.scheduler_file)
+        if given == "scheduler_file":
+            executor = DaskExecutor(scheduler_file=sfile, progress=False)
+        else:  # as the command line gives it
+            config = ClusterConfig(kind="scheduler_file", scheduler_file=sfile)
+            executor = DaskExecutor(cluster=config, progress=False)
+        result = Pipeline("sized", [JsonlReader(str(src)), JsonlWriter(str(out))]).run(executor)
+    files = sorted(out.glob("*.jsonl"))
+    assert result.partitions == len(files) == -(-size // want) > 1
+    got = pd.concat([pd.read_json(p, lines=True) for p in files])
+    assert got["id"].tolist() == [f"d{i}" for i in range(2_500)]
+
+
 def test_cli_run_with_scheduler_file(
     subprocess_cluster, shard_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
