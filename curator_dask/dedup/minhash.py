@@ -41,6 +41,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import unicodedata
 from typing import Any, Literal
@@ -49,6 +50,7 @@ import numba
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from numba.core.codegen import get_host_cpu_features
 from numba.extending import intrinsic
 
 from curator_dask.dedup._normtables import CASED as _CASED
@@ -573,6 +575,65 @@ def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
+def _minhash32_split(hashes, offsets, a, b):  # pragma: no cover - compiled
+    # _minhash32 for CPUs without a 64-bit vector multiply (AVX2, NEON), where LLVM emulates
+    # a*x with three 32-bit multiplies and the unsigned 64-bit minimum with compares. With
+    # a = ah*2^32 + al and b = bh*2^32 + bl (32-bit halves), t = al*x + bl needs no 64th
+    # bit (at most (2^32-1)^2 + 2^32-1 = 2^64 - 2^32), and
+    #   ((a*x + b) mod 2^64) >> 32 = (ah*x + bh + (t >> 32)) mod 2^32,
+    # so a signature entry needs one 32x32->64 multiply, one 32-bit multiply and a 32-bit
+    # minimum, eight permutations per 256-bit register. Same blocks and padding.
+    _prefer_wide_vectors()
+    n_docs = len(offsets) - 1
+    k = len(a)
+    k_pad = (k + _LANES - 1) // _LANES * _LANES
+    a = _padded(a, k_pad)
+    b = _padded(b, k_pad)
+    low = np.uint64(0xFFFFFFFF)
+    al = (a & low).astype(np.uint32)
+    ah = (a >> _S32).astype(np.uint32)
+    bl = (b & low).astype(np.uint32)
+    bh = (b >> _S32).astype(np.uint32)
+    sig = np.empty((n_docs, k), dtype=np.uint32)
+    buf = np.empty(k_pad, dtype=np.uint32)
+    xs = np.empty(_BLOCK, dtype=np.uint32)
+    for i in range(n_docs):
+        start, end = offsets[i], offsets[i + 1]
+        for j in range(k_pad):
+            buf[j] = U32_MAX
+        p = start
+        while p < end:
+            nb = min(_BLOCK, end - p)
+            for q in range(nb):
+                h = hashes[p + q]
+                xs[q] = np.uint32((h ^ (h >> _S32)) & low)
+            for q in range(nb, _BLOCK):
+                xs[q] = xs[0]
+            for j in range(k_pad):
+                m = buf[j]
+                for q in range(_BLOCK):
+                    x = xs[q]
+                    t = np.uint64(al[j]) * np.uint64(x) + np.uint64(bl[j])
+                    m = min(m, np.uint32(np.uint32(t >> _S32) + np.uint32(ah[j] * x) + bh[j]))
+                buf[j] = m
+            p += nb
+        sig[i] = buf[:k]
+    return sig
+
+
+@functools.cache
+def _vector_mul64() -> bool:
+    """Whether numba compiles for a CPU with a 64-bit vector multiply (AVX-512DQ).
+
+    The same rule as numba's: ``NUMBA_CPU_FEATURES`` when set, else the host's features.
+    """
+    features = numba.config.CPU_FEATURES
+    if features is None:
+        features = get_host_cpu_features()
+    return "+avx512dq" in features.split(",")
+
+
+@numba.njit(nogil=True, cache=True)
 def _minhash64(hashes, offsets, s):  # pragma: no cover - compiled
     # The layout of _minhash32: blocks of shingles, permutations padded, 512-bit vectors.
     _prefer_wide_vectors()
@@ -627,7 +688,9 @@ def minhash_signatures(
     perms = np.ascontiguousarray(permutations, dtype=np.uint64)
     if use_64_bit_hash:
         return _minhash64(hashes, offsets, perms[1].copy())
-    return _minhash32(hashes, offsets, perms[0].copy(), perms[1].copy())
+    # both kernels give the same signatures; each is the faster one on its kind of CPU
+    kernel = _minhash32 if _vector_mul64() else _minhash32_split
+    return kernel(hashes, offsets, perms[0].copy(), perms[1].copy())
 
 
 def unique_shingles(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

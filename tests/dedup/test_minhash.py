@@ -70,7 +70,7 @@ def test_char_shingles_count_code_points():
     assert h[o[0] : o[1]].tolist() == h[o[1] : o[2]].tolist()
 
 
-def test_empty_document_has_max_signature():
+def test_empty_document_has_max_signature(kernel32):
     h, o = shingle_hashes(pd.Series(["", "!!", "a b"]), 2)
     sig = minhash_signatures(h, o, minhash_permutations(16))
     assert (sig[:2] == np.iinfo(np.uint32).max).all()
@@ -109,6 +109,15 @@ def test_bad_arguments():
         shingle_hashes(pd.Series(["a"]), 0)
 
 
+@pytest.fixture(params=["vector_mul64", "split32"])
+def kernel32(request, monkeypatch):
+    """Run the test with each 32-bit kernel, whichever this CPU would pick."""
+    from curator_dask.dedup import minhash
+
+    monkeypatch.setattr(minhash, "_vector_mul64", lambda: request.param == "vector_mul64")
+    return request.param
+
+
 def ref_minhash(hashes, offsets, perms, use_64):
     """Permutation-min in plain numpy (uint64 arithmetic wraps mod 2**64, as the kernels)."""
     a, b = perms
@@ -131,7 +140,7 @@ def ref_minhash(hashes, offsets, perms, use_64):
 
 @pytest.mark.parametrize("use_64", [False, True])
 @pytest.mark.parametrize("num_hashes", [1, 7, 9, 16, 17, 64, 260])
-def test_kernel_equals_numpy_reference(use_64, num_hashes):
+def test_kernel_equals_numpy_reference(use_64, num_hashes, kernel32):
     # num_hashes around the kernel's padding to 16 permutations (two 512-bit vectors)
     rng = np.random.default_rng(num_hashes)
     # lengths around the kernel's block of 8 shingles, empty documents included
@@ -179,7 +188,7 @@ def python_minhash32(docs: list[list[int]], a: list[int], b: list[int]) -> list[
 
 
 @pytest.mark.parametrize("num_hashes", [1, 7, 9, 64])
-def test_kernel_carries_at_the_edges(num_hashes):
+def test_kernel_carries_at_the_edges(num_hashes, kernel32):
     """Hashes and coefficients near 2**32 and 2**64: every carry of the 64-bit arithmetic."""
     rng = np.random.default_rng(7)
     pool = EDGE_COEFS + rng.integers(0, 2**64 - 1, size=8, dtype=np.uint64).tolist()
@@ -196,7 +205,7 @@ def test_kernel_carries_at_the_edges(num_hashes):
     assert sig.tolist() == ref_minhash(hashes, offsets, perms, False).tolist()
 
 
-def test_kernel_on_partition_slices_and_no_documents():
+def test_kernel_on_partition_slices_and_no_documents(kernel32):
     """The kernel takes any slice of the flat arrays; zero documents give a (0, k) matrix."""
     perms = minhash_permutations(9, seed=5)
     sig = minhash_signatures(np.zeros(0, np.uint64), np.zeros(1, np.int64), perms)
@@ -238,11 +247,15 @@ def test_kernels_ask_for_wide_vectors():
     """The kernels carry LLVM's prefer-vector-width attribute (their AVX-512 speed rests on it)."""
     import numba
 
-    from curator_dask.dedup.minhash import _minhash32, _minhash64
+    from curator_dask.dedup.minhash import _minhash32, _minhash32_split, _minhash64
 
     hashes, offsets = np.arange(3, dtype=np.uint64), np.array([0, 3], dtype=np.int64)
     perm = np.ones(4, dtype=np.uint64)
-    for kernel, args in ((_minhash32, (perm, perm)), (_minhash64, (perm,))):
+    for kernel, args in (
+        (_minhash32, (perm, perm)),
+        (_minhash32_split, (perm, perm)),
+        (_minhash64, (perm,)),
+    ):
         fresh = numba.njit(kernel.py_func)  # not from the cache, so that its IR can be read
         fresh(hashes, offsets, *args)
         ir = "".join(fresh.inspect_llvm().values())
