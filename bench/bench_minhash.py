@@ -273,10 +273,13 @@ def main(argv: list[str] | None = None) -> dict:
         )
         r["ours_vs"] = round(ours["docs_per_cpu_s"] / r["docs_per_cpu_s"], 2)
         ratios[f"{r['corpus']}/{r['input']}/{r['impl']}"] = r["ours_vs"]
+    from curator_dask.dedup.minhash import _vector_mul64
+
+    kernel = "64-bit lanes (AVX-512DQ)" if _vector_mul64() else "32-bit halves"
     print(
         f"MinHash signatures, word {args.ngram}-grams, {args.num_hashes} hashes, one core "
         f"(CPU seconds of this process; the box may be shared). rensa "
-        f"{version('rensa')}, datasketch {version('datasketch')}"
+        f"{version('rensa')}, datasketch {version('datasketch')}; our 32-bit kernel: {kernel}"
     )
     for name, i in info.items():
         print(
@@ -307,6 +310,7 @@ def main(argv: list[str] | None = None) -> dict:
         "num_hashes": args.num_hashes,
         "ngram": args.ngram,
         "peers": {"rensa": version("rensa"), "datasketch": version("datasketch")},
+        "kernel": kernel,
     }
     print("wrote", write_json("bench_minhash", payload))
     return payload
