@@ -2,10 +2,17 @@
 
     python bench/bench_dedup_scale.py [--docs 100000 400000 1600000 6400000]
                                       [--memory-limit 2GB] [--methods fuzzy exact]
+                                      [--corpus distinct|resampled] [--corpus-dir DIR]
 
-The corpus is the resampled public corpus of ``bench_dedup_memory.py`` (each copy cut to
-~1,000 characters and edited by one appended word), written once as Parquet files of 100,000
-documents; a size uses the first files. Each (size, method) runs on a fresh LocalCluster of
+The corpus (``dedup_corpus.py``) is made from the public corpus's real text once and cached
+under ``--corpus-dir`` (default ``$TMPDIR/curator-bench-corpus``) as Parquet files of 100,000
+documents; a size uses the first files. The default, ``distinct``, has the same duplicate
+structure at every size (15% near-duplicate copies in clusters of a fixed size distribution,
+all other documents distinct), so time and memory per document are comparable across sizes.
+``resampled`` is the corpus of the earlier runs (public texts drawn with replacement): every
+text has ~N/35,000 near-copies there, so clusters, buckets and edges per document grow with N
+and the time per document cannot be linear on it; it is kept to compare with those runs.
+Each (size, method) runs on a fresh LocalCluster of
 2 worker processes (1 thread each) with a fixed memory limit, with the workflow's defaults
 (no blocksize, no bands_per_iteration: both chosen from the workers' memory; fuzzy: word
 5-grams with the candidate check). While it runs, the workers' RSS is sampled every 0.2 s and
@@ -29,9 +36,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dedup_common import table, write_json
-from bench_dedup_memory import make_corpus
-
-FILE_DOCS = 100_000  # documents per corpus file (make_corpus's step)
+from dedup_corpus import FILE_DOCS, KINDS, corpus_files, default_root
 
 
 class _Sampler:
@@ -150,6 +155,7 @@ def run_one(method: str, files: list[str], tmp: str, memory_limit: str) -> dict[
         "cpu_s": round(cpu, 1),
         "peak_worker_mb": round(max(sampler.peak.values(), default=0) / 2**20),
         "steps": steps,
+        "stats": res.stats,
     }
 
 
@@ -159,14 +165,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--memory-limit", default="2GB")
     ap.add_argument("--methods", nargs="+", default=["fuzzy", "exact"])
     ap.add_argument("--peer", type=int, default=400_000)
+    ap.add_argument("--corpus", choices=KINDS, default="distinct")
+    ap.add_argument("--corpus-dir", default=None, help=f"corpus cache (default {default_root()})")
     ap.add_argument("--tmp", default=None, help="scratch directory (default: a new temp dir)")
     args = ap.parse_args(argv)
     sizes = sorted(args.docs)
     tmp = tempfile.mkdtemp(prefix="bench-scale-", dir=args.tmp)
     t0 = time.perf_counter()
-    make_corpus(max(sizes), os.path.join(tmp, "data"))
-    print(f"corpus: {max(sizes):,} docs in {time.perf_counter() - t0:.0f}s", flush=True)
-    all_files = sorted(os.path.join(tmp, "data", f) for f in os.listdir(os.path.join(tmp, "data")))
+    all_files = corpus_files(args.corpus, max(sizes), args.corpus_dir)
+    print(
+        f"corpus {args.corpus}: {max(sizes):,} docs ready in {time.perf_counter() - t0:.0f}s",
+        flush=True,
+    )
     runs: list[dict[str, Any]] = []
     try:
         for n in sizes:
@@ -197,7 +207,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             },
         ]
     ]
-    print(f"\nper step, 2 workers x {args.memory_limit}, 1 thread each, default settings")
+    print(
+        f"\n{args.corpus} corpus, per step, 2 workers x {args.memory_limit}, 1 thread each, "
+        "default settings"
+    )
     print(table(rows, ["method", "docs", "step", "wall_s", "cpu_s", "peak_worker_mb"]))
     summary = []
     for r in runs:
@@ -238,8 +251,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ],
         )
     )
-    payload = {"memory_limit": args.memory_limit, "runs": runs, "summary": summary}
-    print("wrote", write_json("bench_dedup_scale", payload))
+    payload = {
+        "corpus": args.corpus,
+        "memory_limit": args.memory_limit,
+        "runs": runs,
+        "summary": summary,
+    }
+    name = "bench_dedup_scale" + ("" if args.corpus == "distinct" else f"_{args.corpus}")
+    print("wrote", write_json(name, payload))
     return payload
 
 
