@@ -1,6 +1,12 @@
 """Connected components of an edge list, distributed on dask dataframes.
 
-Two paths, same result (every vertex labelled with the smallest vertex of its component):
+First every partition of the edge list is replaced by the star edges of its own components
+(each vertex to its partition-local component minimum; written under ``work_dir``): the same
+connectivity, with at most one edge per vertex and partition. The workflows shuffle their
+candidates so that a cluster of near-duplicates meets in one partition, so this turns most
+clusters into single stars and the edge count into about the number of duplicated documents,
+whatever the number of candidate pairs. Then two paths, same result (every vertex labelled
+with the smallest vertex of its component):
 
 - in memory: when the edge list has at most ``curator.dedup.components-in-memory-max-edges``
   rows it is collected on the client and solved with a union-find (numba, a core dependency:
@@ -24,7 +30,14 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import config
-from curator_dask.dedup._base import join, remove_tree
+from curator_dask.dedup._base import (
+    Reporter,
+    join,
+    parquet_files,
+    read_parts,
+    remove_tree,
+    write_frame,
+)
 from curator_dask.dedup._common import shuffle_method
 
 
@@ -62,6 +75,14 @@ def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     # root is its component's minimum; after the final pass every node points at it
     root = _union_find(inv[:m].astype(np.int64), inv[m:].astype(np.int64), n)
     return pd.DataFrame({"uid": nodes, "label": nodes[root]})
+
+
+def _local_stars(part: pd.DataFrame) -> pd.DataFrame:
+    """The edges of one partition -> one edge per non-minimal vertex to its local minimum."""
+    lab = components_in_memory(part["u"].to_numpy(np.int64), part["v"].to_numpy(np.int64))
+    uid, label = lab["uid"].to_numpy(), lab["label"].to_numpy()
+    kid = uid != label
+    return pd.DataFrame({"u": label[kid], "v": uid[kid]})
 
 
 def _large_star(part: pd.DataFrame) -> pd.DataFrame:
@@ -178,19 +199,28 @@ def connected_components(
     client: Any = None,
     max_in_memory_edges: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    reporter: Reporter | None = None,
 ) -> dd.DataFrame:
     """Connected components of ``edges`` (dask dataframe ``u, v``): lazy ``uid, label``.
 
-    Small edge lists (``<= max_in_memory_edges``, default from
-    ``curator.dedup.components-in-memory-max-edges``) are solved in memory (union-find),
-    larger ones with :func:`components_distributed` (rounds written under ``work_dir``).
+    Each partition's edges are first reduced to the star edges of its local components
+    (written under ``work_dir/local``). When those are few (``<= max_in_memory_edges``,
+    default from ``curator.dedup.components-in-memory-max-edges``) they are solved in
+    memory (union-find), else with :func:`components_distributed` (rounds written under
+    ``work_dir``).
     """
     limit = (
         max_in_memory_edges
         if max_in_memory_edges is not None
         else int(config.get("dedup.components-in-memory-max-edges", 10_000_000))
     )
-    n_edges = int(dask.compute(edges.shape[0])[0]) if limit > 0 else limit + 1
+    local = join(work_dir, "local")
+    reporter = reporter or Reporter("connected components", client)
+    reduced = edges[["u", "v"]].map_partitions(_local_stars, meta=_EDGE_META)
+    n_edges = write_frame(reduced, local, reporter, "local components", storage_options)
+    edges = read_parts(parquet_files(local, storage_options), _EDGE_META, storage_options)
+    if limit <= 0:
+        n_edges = limit + 1
     if n_edges <= limit:
         # gathered piece by piece to the client (a plain compute would concatenate them on
         # a worker first)
@@ -199,6 +229,7 @@ def connected_components(
         v = np.concatenate([p["v"].to_numpy(np.int64) for p in pieces] or [np.zeros(0, np.int64)])
         del pieces
         labels = components_in_memory(u, v)
+        remove_tree(local, storage_options)
         # handed back in pieces of LABELS_PER_PARTITION rows: a worker joining the labels to
         # the documents holds one piece, not the whole graph's labels
         npart = max(1, -(-len(labels) // LABELS_PER_PARTITION))

@@ -58,3 +58,19 @@ def test_distributed_long_chain(tmp_path):
     ).compute()
     assert set(labels["label"]) == {0}
     assert len(labels) == n
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    EDGES.map(lambda es: [e for e in es if e[0] != e[1]]).filter(bool),
+    st.integers(1, 3),
+    st.sampled_from([0, 10**9]),
+)
+def test_connected_components_matches_networkx(tmp_path_factory, edges, nparts, limit):
+    # each partition is first reduced to its local stars, then solved distributed (limit 0)
+    # or in memory
+    pdf = pd.DataFrame(edges, columns=["u", "v"]).astype("int64")
+    df = dd.from_pandas(pdf, npartitions=nparts)
+    work = str(tmp_path_factory.mktemp("cc"))
+    got = connected_components(df, work, max_in_memory_edges=limit).compute()
+    assert _as_dict(got) == _oracle(edges)
