@@ -168,6 +168,7 @@ def _minhash_partition(
 
 
 def _melt_bands(part: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    release_arrow_memory()  # what the shuffle's previous transfer freed
     part = part[part["n_shingles"].to_numpy() > 0]
     uid = part["_uid"].to_numpy(np.int64)
     return pd.DataFrame(
@@ -678,7 +679,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             labels_dir = join(comp_dir, "labels")
             if not run.steps.is_done(comp_dir):
                 labels = connected_components(
-                    edges, join(comp_dir, "work"), self.client, storage_options=so
+                    edges, join(comp_dir, "work"), self.client, storage_options=so, reporter=r
                 )
                 write_frame(labels, labels_dir, r, "labels", so)
                 run.steps.mark_done(comp_dir)

@@ -30,7 +30,7 @@ Examples
 --------
 >>> plan = plan_lsh(num_docs=20_000_000, num_bands=20, n_workers=4, worker_memory=8 * 2**30)
 >>> plan.bands_per_iteration
-4
+3
 >>> plan_lsh(100_000_000, 20, 4, 8 * 2**30, docs_per_partition=100_000).bands_per_iteration
 20
 """
@@ -132,7 +132,7 @@ def plan_lsh(
 
         worker_memory = psutil.virtual_memory().total // max(1, n_workers)
     if memory_fraction is None:
-        memory_fraction = float(config.get("dedup.memory-fraction", 0.5))
+        memory_fraction = float(config.get("dedup.memory-fraction", 0.4))
     budget = int(worker_memory * memory_fraction)
 
     def peak_of(bpi: int) -> int:
@@ -143,8 +143,10 @@ def plan_lsh(
 
     fixed = peak_of(0)
     per_band = max(1, peak_of(1) - fixed)
-    fit = (budget - fixed) // per_band
-    bpi = int(max(1, min(num_bands, fit)))
+    fit = int(max(1, min(num_bands, (budget - fixed) // per_band)))
+    # as many passes as the budget needs, of equal size (30 bands at most 17 a pass: two
+    # passes of 15, not 17 + 13)
+    bpi = -(-num_bands // -(-num_bands // fit))
     peak = peak_of(bpi)
     if peak > worker_memory:
         # Only a plan that exceeds the memory limit itself is worth a warning (the budget is a
@@ -187,7 +189,7 @@ def partitions_for(
     Examples
     --------
     >>> partitions_for(10 * 2**30, worker_memory=2 * 2**30, threads_per_worker=1)
-    239
+    589
     >>> partitions_for(10 * 2**20, worker_memory=2 * 2**30)
     1
     """
@@ -196,7 +198,7 @@ def partitions_for(
 
         worker_memory = psutil.virtual_memory().total
     if memory_fraction is None:
-        memory_fraction = float(config.get("dedup.memory-fraction", 0.5))
+        memory_fraction = float(config.get("dedup.memory-fraction", 0.4))
     budget = worker_memory * memory_fraction - BASE_WORKER_BYTES - P2P_BUFFER
     per_partition = max(budget / (max(1, threads_per_worker) * copies), MIN_PARTITION_BYTES)
     return max(1, math.ceil(total_bytes / per_partition))
