@@ -590,17 +590,20 @@ def write_frame(
     reporter: Reporter,
     label: str,
     storage_options: dict[str, Any] | None = None,
+    schema: pa.Schema | None = None,
 ) -> int:
     """Write ``df`` as ``<directory>/part-<i>.parquet`` (one file a partition, each atomic).
 
-    Every file has the schema of ``df``'s meta (empty partitions included). Part files left by
-    an earlier attempt are removed first. Returns the number of rows written.
+    Every file has ``schema``, by default that of ``df``'s meta (empty partitions included).
+    Part files left by an earlier attempt are removed first. Returns the number of rows
+    written.
     """
     from curator_dask import _backend
 
     remove_tree(directory, storage_options)
-    meta = _backend.to_pandas(df._meta)
-    schema = pa.Schema.from_pandas(meta, preserve_index=False)
+    if schema is None:
+        meta = _backend.to_pandas(df._meta)
+        schema = pa.Schema.from_pandas(meta, preserve_index=False)
     counts = df.map_partitions(
         _write_part, directory, storage_options, schema,
         meta=pd.DataFrame({"rows": pd.Series([], dtype="int64")}),

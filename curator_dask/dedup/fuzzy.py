@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 import dask
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from dask.base import tokenize
 
 from curator_dask import _backend, config
@@ -595,6 +596,16 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 }
             ),
         ).set_index("_dest", divisions=[*range(npart), npart])
+        # written before the check: the sets' shuffle and the check do not hold memory at
+        # the same time, and a check partition reads only its own file
+        sdir = join(out, "sets")
+        schema = pa.schema([("uid", pa.int64()), ("sig", pa.binary())])
+        write_frame(sets, sdir, run.reporter, "shingle sets", so, schema)
+        sets_meta = pd.DataFrame(
+            {"uid": pd.Series([], dtype="int64"), "sig": pd.Series([], dtype=object)}
+        )
+        with dask.config.set({"dataframe.convert-string": False}):  # bytes, not text
+            sets = read_parts(parquet_files(sdir, so), sets_meta, so)
         edges = members.map_partitions(
             _verify_part,
             sets,
@@ -605,6 +616,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         )
         write_frame(edges, join(out, "edges"), run.reporter, "verify", so)
         remove_tree(mdir, so)
+        remove_tree(sdir, so)
         run.steps.mark_done(
             out, {"threshold": self.jaccard_threshold, "members": member_rows, "partitions": npart}
         )
