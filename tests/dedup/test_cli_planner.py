@@ -149,3 +149,15 @@ def test_planner_with_a_spilling_shuffle_does_not_grow_with_the_corpus():
     # twice the threads hold twice the partitions
     two = plan_lsh(10**9, 30, 2, 2 * gib, docs_per_partition=120_000, threads_per_worker=2)
     assert two.bands_per_iteration < plans[0].bands_per_iteration
+
+
+def test_planner_splits_the_bands_evenly():
+    gib = 2**30
+    plan = plan_lsh(
+        1_000_000, num_bands=30, n_workers=2, worker_memory=2 * gib, docs_per_partition=100_000
+    )
+    bpi, groups = plan.bands_per_iteration, plan.num_band_groups
+    assert groups > 1
+    # equal passes: no pass is a stub of the others
+    assert (bpi - 1) * groups < 30 <= bpi * groups
+    assert plan.estimated_peak_per_worker <= plan.budget_per_worker
