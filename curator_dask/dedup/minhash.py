@@ -531,6 +531,22 @@ def _padded(v, k_pad):  # pragma: no cover - compiled
     return out
 
 
+@numba.njit(inline="always")
+def _fold_block(hashes, p, end, xs):  # pragma: no cover - compiled
+    """Load the next block of shingles from ``p`` into ``xs`` as 32-bit folded hashes.
+
+    A short last block repeats its first shingle (a repeat does not change a minimum).
+    Returns how many shingles it took.
+    """
+    nb = min(_BLOCK, end - p)
+    for q in range(nb):
+        h = hashes[p + q]
+        xs[q] = (h ^ (h >> _S32)) & np.uint64(0xFFFFFFFF)
+    for q in range(nb, _BLOCK):
+        xs[q] = xs[0]
+    return nb
+
+
 @numba.njit(nogil=True, cache=True)
 def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
     # The minimum of (a_j * x + b_j) mod 2^64 over the shingles, shifted right by 32 once at
@@ -555,12 +571,7 @@ def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
             buf[j] = U64_MAX
         p = start
         while p < end:
-            nb = min(_BLOCK, end - p)
-            for q in range(nb):
-                h = hashes[p + q]
-                xs[q] = (h ^ (h >> _S32)) & np.uint64(0xFFFFFFFF)
-            for q in range(nb, _BLOCK):
-                xs[q] = xs[0]
+            nb = _fold_block(hashes, p, end, xs)
             for j in range(k_pad):
                 m = buf[j]
                 for q in range(_BLOCK):
@@ -603,12 +614,7 @@ def _minhash32_split(hashes, offsets, a, b):  # pragma: no cover - compiled
             buf[j] = U32_MAX
         p = start
         while p < end:
-            nb = min(_BLOCK, end - p)
-            for q in range(nb):
-                h = hashes[p + q]
-                xs[q] = np.uint32((h ^ (h >> _S32)) & low)
-            for q in range(nb, _BLOCK):
-                xs[q] = xs[0]
+            nb = _fold_block(hashes, p, end, xs)
             for j in range(k_pad):
                 m = buf[j]
                 for q in range(_BLOCK):
