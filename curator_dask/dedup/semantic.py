@@ -5,14 +5,18 @@ the input and of every parameter that step depends on (a changed parameter never
 stale result; a restarted run skips finished steps):
 
 1. ``embeddings``: :class:`~curator_dask.embeddings.EmbeddingCreator` on every document (or
-   the input's own ``embedding_column``); Parquet ``id, _uid, embedding``
-   (``_uid = partition << 32 | row``, the input order).
+   the input's own ``embedding_column``); Parquet ``id, _uid, vector``
+   (``_uid = partition << 32 | row``, the input order; ``vector`` one fixed-size binary value
+   a row, the float32 vector's bytes, uncompressed, so that a part file reads back as an
+   ``(n, dim)`` matrix without a per-row conversion: k-means reads every file once per
+   iteration).
 2. ``kmeans``: Lloyd's k-means, distributed: the initial centroids are ``n_clusters``
    documents drawn with ``seed``; each iteration assigns every part file's vectors to their
    nearest centroid *on the workers* and returns per-centroid sums and counts, which a tree
    reduction adds up; the client only ever holds ``n_clusters x dim`` numbers. Then every
    document gets its nearest centroid (``cluster``) and its cosine similarity to it
-   (``centroid_sim``), written per part file.
+   (``centroid_sim``), written per part file (``id, _uid, cluster, centroid_sim``, row for
+   row the embeddings part file of the same number; the vectors are not copied).
 3. ``duplicates``: the documents are shuffled by cluster; within each cluster, on the
    workers, they are ordered by the ``keep`` rule and a document is removed when its cosine
    similarity to an earlier *kept* document of the cluster is at least ``1 - eps``.
@@ -37,12 +41,14 @@ from curator_dask import _backend
 from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
-    count_rows,
     get_fs,
     join,
+    layout,
     parquet_files,
     read_parquet_dir,
+    release_arrow_memory,
     resolve_path,
+    rows_per_file,
     write_bytes_atomic,
     write_frame,
 )
@@ -52,6 +58,10 @@ from curator_dask.dedup._params import SemanticParams
 _KEEP = ("hard", "easy", "first")
 #: k-means stops when the centroids move less than this (sum of squared shifts).
 KMEANS_TOL = 1e-8
+#: How the steps store their results; part of every step's cache key, so that a cache
+#: written in another layout (before 2: a ``list<float>`` ``embedding`` column, and the
+#: vectors copied into the kmeans step) is never read as this one.
+CACHE_LAYOUT = 2
 
 
 @dataclass
@@ -122,11 +132,11 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         else:
             model_key = _model_fingerprint(self._embedding_stage().resolved_model_dir)
         emb = tokenize(
-            "embeddings", run.input.fingerprint(), str(self.input_blocksize), self.text_column,
-            self.id_column, model_key, self.max_chars, self.max_tokens,
+            "embeddings", CACHE_LAYOUT, run.input.fingerprint(), str(self.input_blocksize),
+            self.text_column, self.id_column, model_key, self.max_chars, self.max_tokens,
         )  # fmt: skip
-        km = tokenize("kmeans", emb, self.n_clusters, self.seed, self.kmeans_max_iter)
-        dup = tokenize("duplicates", km, float(self.eps), self.keep)
+        km = tokenize("kmeans", CACHE_LAYOUT, emb, self.n_clusters, self.seed, self.kmeans_max_iter)
+        dup = tokenize("duplicates", CACHE_LAYOUT, km, float(self.eps), self.keep)
         root = run.steps.root
         return {
             "embeddings": join(root, f"embeddings-{emb[:16]}"),
@@ -148,18 +158,20 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         df = run.input.frame()
         meta = df._meta.assign(_uid=pd.Series([], dtype="int64"))
         df = df.map_partitions(_with_uid, meta=meta)
-        if self.embedding_column is not None:
-            df = df[[self.id_column, "_uid", self.embedding_column]]
-            meta = _backend.to_pandas(df._meta).drop(columns=[self.embedding_column])
-            meta = meta.assign(embedding=_float32_lists(np.zeros((0, 0), np.float32), None))
-            df = df.map_partitions(_as_float32_lists, self.embedding_column, meta=meta)
-        else:
-            df = self._embedding_stage()(df)[[self.id_column, "_uid", "embedding"]]
+        column = self.embedding_column
+        if column is None:
+            column = "embedding"
+            df = self._embedding_stage()(df)
+        df = df[[self.id_column, "_uid", column]]
         if self.id_column != "id":
             df = df.rename(columns={self.id_column: "id"})
-        df.to_parquet(join(out, "data"), write_index=False, storage_options=so)
-        n = count_rows(parquet_files(join(out, "data"), so), so)
-        run.steps.mark_done(out, {"documents": n})
+        counts = df.map_partitions(
+            _write_embeddings, column, join(out, "data"), so,
+            meta=pd.DataFrame({"rows": pd.Series([], dtype="int64")}),
+        )  # fmt: skip
+        parts = run.reporter.compute(counts.to_delayed(), "embeddings")
+        n = int(sum(int(p["rows"].sum()) for p in parts))
+        run.steps.mark_done(out, {"documents": n, "layout": CACHE_LAYOUT})
         self.stats["embeddings_computed"] = 1
         return out
 
@@ -173,19 +185,22 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
             return out
         run.steps.clear(out)
         files = parquet_files(join(emb_dir, "data"), so)
-        sizes = [count_rows([f], so) for f in files]
+        sizes = rows_per_file(files, so)
         n = sum(sizes)
         n_clusters = max(1, min(self.n_clusters, n))
         centroids, iterations = kmeans_distributed(
             files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run.reporter
         )
         write_bytes_atomic(_npy_bytes(centroids), join(out, "centroids.npy"), so)
+        data = layout(join(out, "data"), so)
         tasks = [
-            dask.delayed(_assign_file)(f, join(out, "data", f"part-{i:05d}.parquet"), so, centroids)
+            dask.delayed(_assign_file)(f, data.part_path(i), so, centroids)
             for i, f in enumerate(files)
         ]
         run.reporter.compute(tasks, "assign clusters")
-        run.steps.mark_done(out, {"n_clusters": int(n_clusters), "iterations": iterations})
+        run.steps.mark_done(
+            out, {"n_clusters": int(n_clusters), "iterations": iterations, "layout": CACHE_LAYOUT}
+        )
         self.stats["kmeans_computed"] = 1
         return out
 
@@ -198,14 +213,12 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
             self.stats["duplicates_computed"] = 0
             return out
         run.steps.clear(out)
-        from curator_dask.embeddings import read_embeddings
-
-        assigned = read_embeddings(join(km_dir, "data"), storage_options=so)
-        # the vectors travel as one fixed-size binary value a row: dask's p2p shuffle cannot
-        # rebuild a list<float> ArrowDtype column from its pandas metadata
-        packed = assigned.map_partitions(_pack, meta=_pack(assigned._meta))
+        emb_dir = self.step_dirs()["embeddings"]
+        packed = _read_assigned_dir(join(emb_dir, "data"), join(km_dir, "data"), so)
+        # the vectors travel as one bytes object a row: dask's p2p shuffle cannot rebuild a
+        # list<float> ArrowDtype column from its pandas metadata
         shuffled = packed.shuffle(on="cluster", method=shuffle_method(self.client))
-        id_dtype = assigned._meta["id"].dtype
+        id_dtype = packed._meta["id"].dtype
         found = shuffled.map_partitions(
             _duplicates_in_partition, float(self.eps), self.keep, meta=_dups_meta(id_dtype)
         )
@@ -281,32 +294,151 @@ def _with_uid(part: Any, partition_info: dict[str, Any] | None = None) -> Any:
     return part.assign(_uid=lib.Series(uid, index=part.index))
 
 
-def _float32_lists(mat: np.ndarray, index: Any) -> pd.Series:
+def _list_matrix(col: Any) -> np.ndarray:
+    """A ``list<float>`` column (pandas, Arrow, or fixed-size lists) as an ``(n, dim)`` float32
+    matrix, through a flat view of the values (no per-row conversion)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    n = len(mat)
-    dim = mat.shape[1] if n else 0
-    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * dim)
-    values = pa.array(np.ascontiguousarray(mat, dtype=np.float32).reshape(-1))
-    arr = pa.ListArray.from_arrays(offsets, values)
-    return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=index)
-
-
-def _as_float32_lists(part: Any, column: str) -> Any:
-    import pyarrow as pa
-
-    part = _backend.to_pandas(part)
-    values = part[column]
-    arr = values.array._pa_array if hasattr(values.array, "_pa_array") else pa.array(values.array)
+    if isinstance(col, pd.Series):
+        arr = col.array._pa_array if hasattr(col.array, "_pa_array") else pa.array(col.array)
+    else:
+        arr = col
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     n = len(arr)
-    mat = (
-        arr.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(n, -1)
-        if n
-        else np.zeros((0, 0), np.float32)
+    if n == 0:
+        return np.zeros((0, 0), np.float32)
+    if arr.null_count:
+        raise ValueError(f"{arr.null_count} documents have no embedding (null)")
+    if pa.types.is_fixed_size_list(arr.type):
+        dim = arr.type.list_size
+    else:
+        low, high = pc.min_max(pc.list_value_length(arr)).values()
+        if low != high:
+            raise ValueError(f"embeddings of different lengths ({low} to {high})")
+        dim = int(high.as_py())
+    flat = arr.flatten().to_numpy(zero_copy_only=False)  # honours the array's offsets
+    return flat.astype(np.float32, copy=False).reshape(n, dim)
+
+
+def _vector_array(mat: np.ndarray) -> Any:
+    """An ``(n, dim)`` matrix as a fixed-size binary Arrow array (float32 bytes a row)."""
+    import pyarrow as pa
+
+    mat = np.ascontiguousarray(mat, dtype="<f4")
+    n, dim = mat.shape if mat.ndim == 2 else (len(mat), 0)
+    return pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(4 * dim), n, [None, pa.py_buffer(mat.reshape(-1))]
     )
-    return part.drop(columns=[column]).assign(embedding=_float32_lists(mat, part.index))
+
+
+def _vector_matrix(col: Any) -> np.ndarray:
+    """The inverse of :func:`_vector_array`: a read-only view of the Arrow buffer."""
+    import pyarrow as pa
+
+    arr = col
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    width = arr.type.byte_width
+    n = len(arr)
+    if n == 0 or width == 0:
+        return np.zeros((n, width // 4), np.float32)
+    if arr.null_count:
+        raise ValueError(f"{arr.null_count} null vectors in the embeddings cache")
+    flat = np.frombuffer(arr.buffers()[1], "<f4", count=n * width // 4, offset=arr.offset * width)
+    return flat.astype(np.float32, copy=False).reshape(n, width // 4)
+
+
+def _write_embeddings(
+    part: Any, column: str, directory: str, storage_options: dict[str, Any] | None,
+    partition_info: dict[str, Any] | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """Write one partition as ``part-<i>.parquet``: ``id, _uid, vector`` (see the module)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    part = _backend.to_pandas(part)
+    i = (partition_info or {}).get("number", 0)
+    mat = _list_matrix(part[column])
+    table = pa.Table.from_pandas(part[["id", "_uid"]], preserve_index=False)
+    table = table.append_column("vector", _vector_array(mat))
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table, sink,
+        compression={"id": "snappy", "_uid": "snappy", "vector": "none"},
+        use_dictionary=["id"], write_statistics=["id", "_uid"],
+    )  # fmt: skip
+    del table, mat
+    write_bytes_atomic(
+        sink.getvalue().to_pybytes(), layout(directory).part_path(i), storage_options
+    )
+    release_arrow_memory()
+    return pd.DataFrame({"rows": [len(part)]})
+
+
+def _read_table(path: str, storage_options: dict[str, Any] | None, columns: list[str]) -> Any:
+    """Columns of one step-cache part file, read whole (one request on an object store)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fs, p = get_fs(path, storage_options)
+    with fs.open(p, "rb") as f:
+        data = f.read()
+    schema = pq.read_schema(pa.BufferReader(data))
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise ValueError(
+            f"{path} has no column {missing}: not a semantic-dedup cache file of layout "
+            f"{CACHE_LAYOUT}; delete the cache directory"
+        )
+    return pq.read_table(pa.BufferReader(data), columns=columns)
+
+
+@dataclass(frozen=True)
+class _ReadAssigned:
+    """One partition of the duplicates step: a kmeans part file beside its embeddings file."""
+
+    storage_options: dict[str, Any] | None
+
+    def __call__(self, files: tuple[str, str]) -> pd.DataFrame:
+        import pyarrow as pa
+
+        emb_file, km_file = files
+        cols = ["id", "_uid", "cluster", "centroid_sim"]
+        assigned = _read_table(km_file, self.storage_options, cols)
+        emb = _read_table(emb_file, self.storage_options, ["_uid", "vector"])
+        if not emb.column("_uid").equals(assigned.column("_uid")):
+            raise ValueError(f"{km_file} does not hold the rows of {emb_file}")
+        part = assigned.to_pandas()
+        vectors = emb.column("vector").cast(pa.binary())
+        return part.assign(
+            vector=pd.Series(pd.arrays.ArrowExtensionArray(vectors), index=part.index)
+        )
+
+
+def _read_assigned_dir(emb_data: str, km_data: str, storage_options: dict[str, Any] | None) -> Any:
+    """``id, _uid, cluster, centroid_sim, vector`` (float32 bytes), one partition a file."""
+    import dask.dataframe as dd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    emb_files = parquet_files(emb_data, storage_options)
+    km_files = parquet_files(km_data, storage_options)
+    if len(emb_files) != len(km_files):
+        raise ValueError(f"{len(km_files)} kmeans part files for {len(emb_files)} embeddings")
+    if not km_files:
+        raise FileNotFoundError(f"no part files in {km_data}")
+    fs, p = get_fs(km_files[0], storage_options)
+    with fs.open(p, "rb") as f:
+        meta = pq.read_schema(f).empty_table().to_pandas()
+    meta = meta[["id", "_uid", "cluster", "centroid_sim"]].assign(
+        vector=pd.Series([], dtype=pd.ArrowDtype(pa.binary()))
+    )
+    return dd.from_map(
+        _ReadAssigned(storage_options), list(zip(emb_files, km_files, strict=True)), meta=meta,
+        enforce_metadata=False,
+    )  # fmt: skip
 
 
 def _dups_meta(id_dtype: Any) -> pd.DataFrame:
@@ -334,42 +466,37 @@ def _members(part: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"_uid": "int64", "removed": bool})
 
 
-def _pack(part: Any) -> pd.DataFrame:
-    """``id, _uid, cluster, centroid_sim, vector`` with each vector as float32 bytes."""
-    from curator_dask.embeddings import column_to_embeddings
-
-    part = _backend.to_pandas(part)
-    vectors = column_to_embeddings(part["embedding"]) if len(part) else None
-    rows = [] if vectors is None else [r.tobytes() for r in np.ascontiguousarray(vectors)]
-    return pd.DataFrame(
-        {
-            "id": part["id"],
-            "_uid": part["_uid"].astype("int64"),
-            "cluster": part["cluster"].astype("int64"),
-            "centroid_sim": part["centroid_sim"].astype("float32"),
-            "vector": pd.Series(rows, index=part.index, dtype=object),
-        }
-    )
-
-
 def _unpack(col: pd.Series) -> np.ndarray:
+    """The ``(n, dim)`` float32 matrix of a column of equal-length vector bytes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if not len(col):
         return np.zeros((0, 0), np.float32)
-    flat = np.frombuffer(b"".join(col.tolist()), dtype=np.float32)
-    return flat.reshape(len(col), -1)
+    arr = col.array._pa_array if hasattr(col.array, "_pa_array") else pa.array(col, pa.binary())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    low, high = pc.min_max(pc.binary_length(arr)).values()
+    if low != high:
+        raise ValueError(f"vectors of different sizes ({low} to {high} bytes)")
+    if arr.null_count:
+        raise ValueError(f"{arr.null_count} null vectors")
+    # equal lengths: the values are one run of n * width bytes in the data buffer
+    width = int(high.as_py())
+    offset_type = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    start = np.frombuffer(arr.buffers()[1], offset_type, count=arr.offset + 1)[-1]
+    n = len(arr)
+    flat = np.frombuffer(arr.buffers()[2], "<f4", count=n * width // 4, offset=int(start))
+    return flat.astype(np.float32, copy=False).reshape(n, width // 4)
 
 
 def _duplicates_in_partition(part: Any, eps: float, keep: str) -> pd.DataFrame:
     """Removed documents of every cluster in ``part`` (whole clusters, after the shuffle)."""
-    from curator_dask.embeddings import column_to_embeddings
-
     part = _backend.to_pandas(part)
     out = []
     if len(part):
-        if "vector" in part.columns:
-            vectors = _unpack(part["vector"])
-        else:
-            vectors = column_to_embeddings(part["embedding"])
+        vectors = _unpack(part["vector"])
+        part = part.drop(columns=["vector"])
         for _, rows in part.groupby("cluster", sort=True).indices.items():
             out.append(_cluster_duplicates(part.iloc[rows], vectors[rows], eps, keep))
     if not out:
@@ -405,12 +532,15 @@ def greedy_duplicates(
     threshold = 1.0 - eps
     pi, pj, ps = [], [], []
     for start in range(0, m, block):
-        sims = vectors[start : start + block] @ vectors.T
-        rows = xp.arange(start, min(start + block, m))[:, None]
-        cols = xp.arange(m)[None, :]
-        i, j = xp.nonzero((sims >= threshold) & (cols > rows))
+        stop = min(start + block, m)
+        # only the later rows: the pairs (i, j > i) of this block of rows
+        sims = vectors[start:stop] @ vectors[start:].T
+        hit = sims >= threshold
+        d = stop - start
+        hit[:, :d] &= xp.arange(d)[None, :] > xp.arange(d)[:, None]
+        i, j = xp.nonzero(hit)
         pi.append(_host(i + start))
-        pj.append(_host(j))
+        pj.append(_host(j + start))
         ps.append(_host(sims[i, j]))
     removed = np.zeros(m, dtype=bool)
     kept_by = np.full(m, -1, dtype=np.int64)
@@ -453,19 +583,9 @@ def _cluster_duplicates(rows: pd.DataFrame, vectors: Any, eps: float, keep: str)
 
 
 # -- k-means -----------------------------------------------------------------------------
-def _read_matrix(path: str, storage_options: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
-    """A part file's table and its ``(n, dim)`` float32 embedding matrix."""
-    import pyarrow.parquet as pq
-
-    fs, p = get_fs(path, storage_options)
-    with fs.open(p, "rb") as f:
-        table = pq.read_table(f)
-    col = table.column("embedding").combine_chunks()
-    n = len(col)
-    if n == 0:
-        return table, np.zeros((0, 0), np.float32)
-    flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    return table, flat.reshape(n, -1)
+def _read_matrix(path: str, storage_options: dict[str, Any] | None) -> np.ndarray:
+    """A part file's ``(n, dim)`` float32 embedding matrix."""
+    return _vector_matrix(_read_table(path, storage_options, ["vector"]).column("vector"))
 
 
 def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
@@ -480,7 +600,13 @@ def _partial_sums(vectors: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarra
     counts = np.zeros(k, np.int64)
     if len(vectors):
         nearest = _nearest(vectors, centroids)
-        np.add.at(sums, nearest, vectors.astype(np.float64))
+        order = np.argsort(nearest, kind="stable")
+        members = vectors[order]
+        first = np.flatnonzero(np.r_[True, np.diff(nearest[order]) != 0])
+        # a sum over axis 0 adds the rows one after another, in input order: the same
+        # float64 additions as np.add.at(sums, nearest, vectors), without a float64 copy
+        for lo, hi in zip(first, np.r_[first[1:], len(order)], strict=True):
+            sums[nearest[order[lo]]] = members[lo:hi].sum(axis=0, dtype=np.float64)
         counts += np.bincount(nearest, minlength=k)
     return sums, counts
 
@@ -488,7 +614,7 @@ def _partial_sums(vectors: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarra
 def _file_sums(
     path: str, storage_options: dict[str, Any] | None, centroids: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    return _partial_sums(_read_matrix(path, storage_options)[1], centroids)
+    return _partial_sums(_read_matrix(path, storage_options), centroids)
 
 
 def _add_sums(
@@ -498,7 +624,7 @@ def _add_sums(
 
 
 def _pick_rows(path: str, storage_options: dict[str, Any] | None, rows: list[int]) -> np.ndarray:
-    return _read_matrix(path, storage_options)[1][rows]
+    return _read_matrix(path, storage_options)[rows]
 
 
 def _update(centroids: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -589,8 +715,9 @@ def _assign_file(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table, vectors = _read_matrix(path, storage_options)
-    cluster, sim = _assign(vectors, centroids)
+    table = _read_table(path, storage_options, ["id", "_uid", "vector"])
+    cluster, sim = _assign(_vector_matrix(table.column("vector")), centroids)
+    table = table.drop_columns(["vector"])
     table = table.append_column("cluster", pa.array(cluster, pa.int64()))
     table = table.append_column("centroid_sim", pa.array(sim, pa.float32()))
     sink = pa.BufferOutputStream()

@@ -6,6 +6,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from curator_dask.dedup.semantic import (
@@ -117,3 +118,51 @@ def test_cache_and_outputs_on_s3(s3_bucket):
     fs = s3fs.S3FileSystem(**so)
     kept = pads.dataset(f"{url[5:]}/out/deduplicated", filesystem=fs, format="parquet")
     assert kept.count_rows() + res.removed == len(pdf)
+
+
+def test_cache_layout_is_part_of_every_step_key(tmp_path, monkeypatch):
+    from curator_dask.dedup import semantic
+
+    pdf = _frame(_vectors(n_topics=2, per_topic=5))
+    wf = SemanticDeduplicationWorkflow(
+        cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"),
+        df=dd.from_pandas(pdf, npartitions=2), embedding_column="emb", n_clusters=2,
+    )  # fmt: skip
+    now = wf.step_dirs()
+    monkeypatch.setattr(semantic, "CACHE_LAYOUT", semantic.CACHE_LAYOUT + 1)
+    other = wf.step_dirs()
+    assert all(now[step] != other[step] for step in ("embeddings", "kmeans", "duplicates"))
+
+
+def test_embeddings_in_another_layout_are_refused_not_misread(tmp_path):
+    v = _vectors(n_topics=2, per_topic=10)
+    pdf = _frame(v)
+    wf = SemanticDeduplicationWorkflow(
+        cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"),
+        df=dd.from_pandas(pdf, npartitions=2), embedding_column="emb", n_clusters=2,
+    )  # fmt: skip
+    emb_dir = wf.compute_embeddings()
+    from curator_dask.dedup._base import parquet_files
+
+    files = parquet_files(f"{emb_dir}/data", None)
+    back = np.concatenate([np.frombuffer(b, np.float32).reshape(1, -1) for f in files
+                           for b in pq.read_table(f).column("vector").to_pylist()])  # fmt: skip
+    np.testing.assert_array_equal(back, v)
+    # a cache file as layout 1 wrote it: the vectors as a list<float> column "embedding"
+    old = pa.table({"id": pdf["id"][:3], "_uid": np.arange(3), "embedding": pa.array(list(v[:3]))})
+    pq.write_table(old, files[0])
+    with pytest.raises(ValueError, match="layout"):
+        wf.compute_clusters(emb_dir)
+
+
+def test_embeddings_of_different_lengths_are_an_error(tmp_path):
+    rows = list(_vectors(n_topics=2, per_topic=5))
+    rows[3] = rows[3][:8]
+    emb = pd.arrays.ArrowExtensionArray(pa.array(rows, type=pa.list_(pa.float32())))
+    pdf = pd.DataFrame({"id": [f"v{i}" for i in range(len(rows))], "emb": emb})
+    wf = SemanticDeduplicationWorkflow(
+        cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"),
+        df=dd.from_pandas(pdf, npartitions=2), embedding_column="emb", n_clusters=2,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="different lengths"):
+        wf.run()
