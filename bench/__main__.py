@@ -37,6 +37,11 @@ BENCHMARKS = {
     "dedup_scale": ("bench_dedup_scale.py", [], False),
     "models": ("bench_models.py", [], False),
     "semdedup": ("bench_models_semdedup.py", [], False),
+    "semdedup_scale": (
+        "bench_semdedup_synthetic.py",
+        ["--docs", "1000000", "--partitions", "50"],
+        False,
+    ),
     "minhash_gpu": ("bench_minhash_gpu.py", [], False),
 }
 

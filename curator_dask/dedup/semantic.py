@@ -215,8 +215,8 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         run.steps.clear(out)
         emb_dir = self.step_dirs()["embeddings"]
         packed = _read_assigned_dir(join(emb_dir, "data"), join(km_dir, "data"), so)
-        # the vectors travel as one bytes object a row: dask's p2p shuffle cannot rebuild a
-        # list<float> ArrowDtype column from its pandas metadata
+        # the vectors travel as one Arrow binary value a row: dask's p2p shuffle cannot
+        # rebuild a list<float> ArrowDtype column from its pandas metadata
         shuffled = packed.shuffle(on="cluster", method=shuffle_method(self.client))
         id_dtype = packed._meta["id"].dtype
         found = shuffled.map_partitions(
