@@ -48,6 +48,7 @@ class _Sampler:
         self.procs = [psutil.Process(p) for p in pids]
         self.me = psutil.Process()
         self.step = "start"
+        self.sub = ""  # the label of the computation running inside the step
         self.peak: dict[str, int] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -67,15 +68,27 @@ class _Sampler:
                 with contextlib.suppress(Exception):
                     rss = max(rss, p.memory_info().rss)
             self.peak[self.step] = max(self.peak.get(self.step, 0), rss)
+            if self.sub:
+                key = f"{self.step}/{self.sub}"
+                self.peak[key] = max(self.peak.get(key, 0), rss)
             time.sleep(0.2)
 
 
 @contextlib.contextmanager
 def _steps_of(sampler: _Sampler, rows: list[dict[str, Any]]):
-    """Time every ``Reporter.step`` of the workflows (wall, CPU, peak worker RSS)."""
+    """Time every ``Reporter.step`` of the workflows (wall, CPU, peak worker RSS), and take
+    the peak of each computation inside a step (``Reporter.compute``'s label) as well."""
     from curator_dask.dedup import _base
 
     original = _base.Reporter.step
+    original_compute = _base.Reporter.compute
+
+    def compute(self: Any, tasks: Any, label: str, *args: Any, **kwargs: Any) -> Any:
+        sampler.sub = label
+        try:
+            return original_compute(self, tasks, label, *args, **kwargs)
+        finally:
+            sampler.sub = ""
 
     @contextlib.contextmanager
     def step(self: Any, name: str):
@@ -89,27 +102,38 @@ def _steps_of(sampler: _Sampler, rows: list[dict[str, Any]]):
                 "wall_s": round(time.perf_counter() - t, 1),
                 "cpu_s": round(sampler.cpu() - c, 1),
                 "peak_worker_mb": round(sampler.peak.get(name, 0) / 2**20),
+                "peak_mb_by_part": {
+                    k.split("/", 1)[1]: round(v / 2**20)
+                    for k, v in sampler.peak.items()
+                    if k.startswith(name + "/")
+                },
             }
         )
         print("  step", rows[-1], flush=True)
         sampler.step = "between"
 
     _base.Reporter.step = step  # type: ignore[method-assign]
+    _base.Reporter.compute = compute  # type: ignore[method-assign]
     try:
         yield
     finally:
         _base.Reporter.step = original  # type: ignore[method-assign]
+        _base.Reporter.compute = original_compute  # type: ignore[method-assign]
 
 
-def run_one(method: str, files: list[str], tmp: str, memory_limit: str) -> dict[str, Any]:
+def run_one(
+    method: str, files: list[str], tmp: str, memory_limit: str, keep_cache: str | None = None
+) -> dict[str, Any]:
     from distributed import Client, LocalCluster
 
     from curator_dask.dedup import ExactDeduplicationWorkflow, FuzzyDeduplicationWorkflow
 
     out = os.path.join(tmp, f"out-{method}")
-    cache = os.path.join(tmp, "cache")
+    cache = os.path.join(keep_cache, f"{method}-{len(files)}") if keep_cache else None
+    if cache is None:
+        cache = os.path.join(tmp, "cache")
+        shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
-    shutil.rmtree(cache, ignore_errors=True)
     steps: list[dict[str, Any]] = []
     with (
         LocalCluster(
@@ -146,7 +170,8 @@ def run_one(method: str, files: list[str], tmp: str, memory_limit: str) -> dict[
         sampler.stop.set()
         sampler.thread.join()
     shutil.rmtree(out, ignore_errors=True)
-    shutil.rmtree(cache, ignore_errors=True)
+    if not keep_cache:
+        shutil.rmtree(cache, ignore_errors=True)
     return {
         "documents": res.documents,
         "removed": res.removed,
@@ -168,6 +193,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--corpus", choices=KINDS, default="distinct")
     ap.add_argument("--corpus-dir", default=None, help=f"corpus cache (default {default_root()})")
     ap.add_argument("--tmp", default=None, help="scratch directory (default: a new temp dir)")
+    ap.add_argument(
+        "--keep-cache",
+        default=None,
+        metavar="DIR",
+        help="keep fuzzy dedup's step cache under DIR (one per size) and resume from it: "
+        "remove a step's directory there to measure that step again",
+    )
     args = ap.parse_args(argv)
     sizes = sorted(args.docs)
     tmp = tempfile.mkdtemp(prefix="bench-scale-", dir=args.tmp)
@@ -182,7 +214,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for n in sizes:
             files = all_files[: -(-n // FILE_DOCS)]
             for method in args.methods:
-                r = run_one(method, files, tmp, args.memory_limit)
+                r = run_one(method, files, tmp, args.memory_limit, args.keep_cache)
                 r.update(method=method, docs=n)
                 runs.append(r)
                 if "failed" in r:

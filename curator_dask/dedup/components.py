@@ -2,21 +2,23 @@
 
 First every partition of the edge list is replaced by the star edges of its own components
 (each vertex to its partition-local component minimum; written under ``work_dir``): the same
-connectivity, with at most one edge per vertex and partition. The workflows shuffle their
-candidates so that a cluster of near-duplicates meets in one partition, so this turns most
-clusters into single stars and the edge count into about the number of duplicated documents,
-whatever the number of candidate pairs. Then two paths, same result (every vertex labelled
-with the smallest vertex of its component):
+connectivity, with at most one edge per vertex and partition. Then two paths, same result
+(every vertex labelled with the smallest vertex of its component):
 
-- in memory: when the edge list has at most ``curator.dedup.components-in-memory-max-edges``
-  rows it is collected on the client and solved with a union-find (numba, a core dependency:
-  no scipy), and the labels go back to the workers in pieces of a million rows; that client
-  state is bounded by the setting, not by the corpus;
+- streamed union-find: the uids of the workflows are ``partition << 32 | row``, so a vertex
+  has a dense slot (its partition's offset plus its row). One task on a worker holds a parent
+  array of one 32-bit (64-bit past 2**31 slots) integer per slot and reads the reduced edge
+  files one at a time into it, then writes the labels in pieces of a million rows. Its memory
+  is ~5 bytes per document and one edge file, whatever the number of edges; it is used when
+  that fits ``curator.dedup.memory-fraction`` of a worker's memory limit (or
+  ``curator.dedup.components-in-memory-max-vertices`` when set);
 - distributed: alternating *large-star* and *small-star* rounds (Kiveris et al., "Connected
   Components in MapReduce and Beyond", SoCC 2014), each a shuffle of the edges on their first
   vertex and a per-partition pandas reduction, until the edge set stops changing. At the fixed
   point every edge joins a vertex to its component's minimum. Each round's edges are written to
-  Parquet, so memory is bounded by a shuffle, never the whole graph on one machine.
+  Parquet, so memory is bounded by a shuffle, never the whole graph on one machine. Used past
+  that budget, or for vertices that are not ``partition << 32 | row`` (negative, or too many
+  slots).
 """
 
 from __future__ import annotations
@@ -32,13 +34,15 @@ import pandas as pd
 from curator_dask import config
 from curator_dask.dedup._base import (
     Reporter,
+    get_fs,
     join,
     parquet_files,
     read_parts,
     remove_tree,
     write_frame,
+    write_parquet_atomic,
 )
-from curator_dask.dedup._common import shuffle_method
+from curator_dask.dedup._common import UID_SHIFT, shuffle_method
 
 
 @numba.njit(nogil=True, cache=True)
@@ -75,6 +79,118 @@ def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     # root is its component's minimum; after the final pass every node points at it
     root = _union_find(inv[:m].astype(np.int64), inv[m:].astype(np.int64), n)
     return pd.DataFrame({"uid": nodes, "label": nodes[root]})
+
+
+@numba.njit(nogil=True, cache=True)
+def _union_into(parent, a, b):  # pragma: no cover - compiled
+    # parent[i] <= i always holds: a root is the smallest slot of its tree
+    for k in range(len(a)):
+        x, y = a[k], b[k]
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x < y:
+            parent[y] = x
+        elif y < x:
+            parent[x] = y
+
+
+@numba.njit(nogil=True, cache=True)
+def _flatten(parent):  # pragma: no cover - compiled
+    for i in range(len(parent)):  # parent[i] < i is final by the time i is reached
+        parent[i] = parent[parent[i]]
+
+
+#: Bytes a streamed union-find holds per slot: the parent (int32) and a touched flag.
+SLOT_BYTES = 5
+
+
+def _slots(vertex_counts: np.ndarray) -> np.ndarray:
+    """Offsets of each uid partition's first slot (one more entry: the number of slots)."""
+    off = np.zeros(len(vertex_counts) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(vertex_counts, dtype=np.int64), out=off[1:])
+    return off
+
+
+def _slot_of(uid: np.ndarray, off: np.ndarray) -> np.ndarray:
+    hi = uid >> UID_SHIFT
+    lo = uid & ((1 << UID_SHIFT) - 1)
+    n = len(off) - 1
+    bad = (uid < 0) | (hi >= n)
+    if not bad.any():
+        bad = lo >= (off[1:] - off[:-1])[hi]
+    if bad.any():
+        raise ValueError(
+            f"vertex {int(uid[np.argmax(bad)])} is not partition << {UID_SHIFT} | row of the "
+            f"{n} partitions whose row counts were given"
+        )
+    return off[hi] + lo
+
+
+def _uid_of(slot: np.ndarray, off: np.ndarray) -> np.ndarray:
+    hi = np.searchsorted(off, slot, side="right") - 1
+    return (hi.astype(np.int64) << UID_SHIFT) + (slot - off[hi])
+
+
+def streamed_union_find(
+    files: list[str],
+    vertex_counts: np.ndarray,
+    out_dir: str,
+    storage_options: dict[str, Any] | None = None,
+    rows_per_file: int | None = None,
+) -> list[str]:
+    """Union-find over the edge files ``files`` (columns ``u, v``) read one at a time, with
+    one slot per vertex (``vertex_counts[p]`` rows in uid partition ``p``); writes the labels
+    ``uid, label`` of every vertex on an edge to ``out_dir/part-*.parquet`` in pieces of
+    ``rows_per_file`` rows and returns their paths. Memory: :data:`SLOT_BYTES` per slot and
+    one edge file."""
+    import pyarrow.parquet as pq
+
+    rows_per_file = rows_per_file or LABELS_PER_PARTITION
+    off = _slots(vertex_counts)
+    n = int(off[-1])
+    parent = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    touched = np.zeros(n, dtype=np.bool_)
+    for f in files:
+        fs, p = get_fs(f, storage_options)
+        with fs.open(p, "rb") as fh:
+            table = pq.read_table(fh, columns=["u", "v"])
+        a = _slot_of(table.column("u").to_numpy().astype(np.int64, copy=False), off)
+        b = _slot_of(table.column("v").to_numpy().astype(np.int64, copy=False), off)
+        del table
+        touched[a] = True
+        touched[b] = True
+        _union_into(parent, a.astype(parent.dtype), b.astype(parent.dtype))
+        del a, b
+    _flatten(parent)
+    slots = np.flatnonzero(touched)
+    del touched
+    remove_tree(out_dir, storage_options)
+    paths = []
+    for k, start in enumerate(range(0, max(len(slots), 1), rows_per_file)):
+        piece = slots[start : start + rows_per_file]
+        frame = pd.DataFrame(
+            {
+                "uid": _uid_of(piece, off),
+                "label": _uid_of(parent[piece].astype(np.int64), off),
+            }
+        )
+        paths.append(
+            write_parquet_atomic(frame, join(out_dir, f"part-{k:05d}.parquet"), storage_options)
+        )
+    return paths
+
+
+def _vertex_counts_of(part: pd.DataFrame) -> pd.DataFrame:
+    """Per uid partition, one more than the largest row on an edge of ``part``."""
+    uid = np.concatenate([part["u"].to_numpy(np.int64), part["v"].to_numpy(np.int64)])
+    if len(uid) and uid.min() < 0:
+        return pd.DataFrame({"hi": [-1], "rows": [0]})
+    frame = pd.DataFrame({"hi": uid >> UID_SHIFT, "rows": (uid & ((1 << UID_SHIFT) - 1)) + 1})
+    return frame.groupby("hi", as_index=False)["rows"].max()
 
 
 def _local_stars(part: pd.DataFrame) -> pd.DataFrame:
@@ -193,45 +309,79 @@ def components_distributed(
     )
 
 
+def _budget_slots(client: Any) -> int:
+    """Slots a streamed union-find may hold: ``curator.dedup.memory-fraction`` of the tightest
+    worker's memory limit (this machine's memory without a cluster), less an idle worker and
+    room for one edge file and one piece of labels."""
+    from curator_dask.dedup.planner import BASE_WORKER_BYTES
+
+    _, memory, _ = config.worker_resources(client)
+    if memory is None:
+        import psutil
+
+        memory = psutil.virtual_memory().total
+    fraction = float(config.get("dedup.memory-fraction", 0.4))
+    room = memory * fraction - BASE_WORKER_BYTES - 4 * 16 * LABELS_PER_PARTITION
+    return max(0, int(room // SLOT_BYTES))
+
+
 def connected_components(
     edges: Any,
     work_dir: str,
     client: Any = None,
-    max_in_memory_edges: int | None = None,
+    max_in_memory_vertices: int | None = None,
     storage_options: dict[str, Any] | None = None,
     reporter: Reporter | None = None,
+    vertex_counts: Any = None,
 ) -> dd.DataFrame:
     """Connected components of ``edges`` (dask dataframe ``u, v``): lazy ``uid, label``.
 
     Each partition's edges are first reduced to the star edges of its local components
-    (written under ``work_dir/local``). When those are few (``<= max_in_memory_edges``,
-    default from ``curator.dedup.components-in-memory-max-edges``) they are solved in
-    memory (union-find), else with :func:`components_distributed` (rounds written under
-    ``work_dir``).
+    (written under ``work_dir/local``). Vertices are uids ``partition << 32 | row``;
+    ``vertex_counts[p]`` is the number of rows of partition ``p`` (found from the edges when
+    not given). When the slots fit ``max_in_memory_vertices`` (default
+    ``curator.dedup.components-in-memory-max-vertices``, or when that is null the memory
+    budget of one worker: :func:`_budget_slots`), one task streams the reduced edges through
+    a union-find (:func:`streamed_union_find`); otherwise :func:`components_distributed`
+    runs (rounds written under ``work_dir``). ``max_in_memory_vertices=0`` forces the
+    distributed rounds.
     """
-    limit = (
-        max_in_memory_edges
-        if max_in_memory_edges is not None
-        else int(config.get("dedup.components-in-memory-max-edges", 10_000_000))
-    )
     local = join(work_dir, "local")
     reporter = reporter or Reporter("connected components", client)
     reduced = edges[["u", "v"]].map_partitions(_local_stars, meta=_EDGE_META)
-    n_edges = write_frame(reduced, local, reporter, "local components", storage_options)
-    edges = read_parts(parquet_files(local, storage_options), _EDGE_META, storage_options)
-    if limit <= 0:
-        n_edges = limit + 1
-    if n_edges <= limit:
-        # gathered piece by piece to the client (a plain compute would concatenate them on
-        # a worker first)
-        pieces = dask.compute(*edges[["u", "v"]].to_delayed())
-        u = np.concatenate([p["u"].to_numpy(np.int64) for p in pieces] or [np.zeros(0, np.int64)])
-        v = np.concatenate([p["v"].to_numpy(np.int64) for p in pieces] or [np.zeros(0, np.int64)])
-        del pieces
-        labels = components_in_memory(u, v)
+    write_frame(reduced, local, reporter, "local components", storage_options)
+    files = parquet_files(local, storage_options)
+    edges = read_parts(files, _EDGE_META, storage_options)
+    limit = max_in_memory_vertices
+    if limit is None:
+        configured = config.get("dedup.components-in-memory-max-vertices", None)
+        limit = int(configured) if configured is not None else _budget_slots(client)
+    if vertex_counts is None and limit > 0:
+        found = pd.concat(
+            reporter.compute(
+                edges.map_partitions(
+                    _vertex_counts_of,
+                    meta=pd.DataFrame(
+                        {"hi": pd.Series([], dtype="int64"), "rows": pd.Series([], dtype="int64")}
+                    ),
+                ).to_delayed(),
+                "vertices",
+            )
+        )
+        if len(found) and (found["hi"].min() < 0 or found["hi"].max() >= limit):
+            vertex_counts = None  # not partition << 32 | row, or too many partitions
+        else:
+            counts = found.groupby("hi")["rows"].max()
+            vertex_counts = np.zeros(int(counts.index.max()) + 1 if len(counts) else 0, np.int64)
+            vertex_counts[counts.index.to_numpy()] = counts.to_numpy()
+    if vertex_counts is not None and limit > 0 and int(np.sum(vertex_counts)) <= limit:
+        task = dask.delayed(streamed_union_find, pure=False)(
+            files, np.asarray(vertex_counts, np.int64), join(work_dir, "labels"), storage_options
+        )
+        (paths,) = reporter.compute([task], "union-find", unit="tasks")
         remove_tree(local, storage_options)
-        # handed back in pieces of LABELS_PER_PARTITION rows: a worker joining the labels to
-        # the documents holds one piece, not the whole graph's labels
-        npart = max(1, -(-len(labels) // LABELS_PER_PARTITION))
-        return dd.from_pandas(labels, npartitions=npart, sort=False)
+        meta = pd.DataFrame(
+            {"uid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")}
+        )
+        return read_parts(paths, meta, storage_options)
     return components_distributed(edges, work_dir, client=client, storage_options=storage_options)

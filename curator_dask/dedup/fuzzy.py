@@ -409,6 +409,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 "partitions": len(parts),
                 "documents": int(sum(rows)),
                 "max_partition_documents": int(max(rows, default=0)),
+                "partition_documents": [int(r) for r in rows],
                 "docs": docs_dir is not None,
                 "input": run.input.describe(),
                 "params": p.__dict__,
@@ -690,10 +691,20 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         with r.step("components"):
             labels_dir = join(comp_dir, "labels")
             if not run.steps.is_done(comp_dir):
+                done = run.steps.read_done(sig_dir)
+                counts = done.get("partition_documents")
+                if counts is None:  # a cache from before the counts were recorded
+                    counts = rows_per_file(self._minhash_files(), so)
                 labels = connected_components(
-                    edges, join(comp_dir, "work"), self.client, storage_options=so, reporter=r
+                    edges,
+                    join(comp_dir, "work"),
+                    self.client,
+                    storage_options=so,
+                    reporter=r,
+                    vertex_counts=np.asarray(counts, dtype=np.int64),
                 )
                 write_frame(labels, labels_dir, r, "labels", so)
+                remove_tree(join(comp_dir, "work"), so)
                 run.steps.mark_done(comp_dir)
             labels = read_parquet_dir(labels_dir, so, _LABELS_META)
         b, rows = self.bands()
