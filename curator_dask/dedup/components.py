@@ -106,6 +106,9 @@ def _flatten(parent):  # pragma: no cover - compiled
 
 #: Bytes a streamed union-find holds per slot: the parent (int32) and a touched flag.
 SLOT_BYTES = 5
+#: Bytes :func:`write_routes` holds per slot at its peak (the union-find, the sort of the
+#: touched slots' roots, and the mask of the large components).
+ROUTE_BYTES = 16
 
 
 def _slots(vertex_counts: np.ndarray) -> np.ndarray:
@@ -135,6 +138,35 @@ def _uid_of(slot: np.ndarray, off: np.ndarray) -> np.ndarray:
     return (hi.astype(np.int64) << UID_SHIFT) + (slot - off[hi])
 
 
+def _union_files(
+    files: list[str],
+    vertex_counts: np.ndarray,
+    columns: tuple[str, str],
+    storage_options: dict[str, Any] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Union-find over the edges in ``columns`` of ``files``, read one file at a time:
+    ``(root slot of every slot, touched flag of every slot, slot offsets)``."""
+    import pyarrow.parquet as pq
+
+    off = _slots(vertex_counts)
+    n = int(off[-1])
+    parent = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    touched = np.zeros(n, dtype=np.bool_)
+    for f in files:
+        fs, p = get_fs(f, storage_options)
+        with fs.open(p, "rb") as fh:
+            table = pq.read_table(fh, columns=list(columns))
+        a = _slot_of(table.column(columns[0]).to_numpy().astype(np.int64, copy=False), off)
+        b = _slot_of(table.column(columns[1]).to_numpy().astype(np.int64, copy=False), off)
+        del table
+        touched[a] = True
+        touched[b] = True
+        _union_into(parent, a.astype(parent.dtype), b.astype(parent.dtype))
+        del a, b
+    _flatten(parent)
+    return parent, touched, off
+
+
 def streamed_union_find(
     files: list[str],
     vertex_counts: np.ndarray,
@@ -147,25 +179,8 @@ def streamed_union_find(
     ``uid, label`` of every vertex on an edge to ``out_dir/part-*.parquet`` in pieces of
     ``rows_per_file`` rows and returns their paths. Memory: :data:`SLOT_BYTES` per slot and
     one edge file."""
-    import pyarrow.parquet as pq
-
     rows_per_file = rows_per_file or LABELS_PER_PARTITION
-    off = _slots(vertex_counts)
-    n = int(off[-1])
-    parent = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    touched = np.zeros(n, dtype=np.bool_)
-    for f in files:
-        fs, p = get_fs(f, storage_options)
-        with fs.open(p, "rb") as fh:
-            table = pq.read_table(fh, columns=["u", "v"])
-        a = _slot_of(table.column("u").to_numpy().astype(np.int64, copy=False), off)
-        b = _slot_of(table.column("v").to_numpy().astype(np.int64, copy=False), off)
-        del table
-        touched[a] = True
-        touched[b] = True
-        _union_into(parent, a.astype(parent.dtype), b.astype(parent.dtype))
-        del a, b
-    _flatten(parent)
+    parent, touched, off = _union_files(files, vertex_counts, ("u", "v"), storage_options)
     slots = np.flatnonzero(touched)
     del touched
     remove_tree(out_dir, storage_options)
@@ -173,15 +188,68 @@ def streamed_union_find(
     for k, start in enumerate(range(0, max(len(slots), 1), rows_per_file)):
         piece = slots[start : start + rows_per_file]
         frame = pd.DataFrame(
-            {
-                "uid": _uid_of(piece, off),
-                "label": _uid_of(parent[piece].astype(np.int64), off),
-            }
+            {"uid": _uid_of(piece, off), "label": _uid_of(parent[piece].astype(np.int64), off)}
         )
-        paths.append(
-            write_parquet_atomic(frame, join(out_dir, f"part-{k:05d}.parquet"), storage_options)
-        )
+        path = join(out_dir, f"part-{k:05d}.parquet")
+        paths.append(write_parquet_atomic(frame, path, storage_options))
     return paths
+
+
+def write_routes(
+    files: list[str],
+    vertex_counts: np.ndarray,
+    path: str,
+    max_component: int,
+    storage_options: dict[str, Any] | None = None,
+    columns: tuple[str, str] = ("anchor", "uid"),
+) -> int:
+    """Connected components of the edges in ``files`` (read one at a time), saved to ``path``
+    (``.npy``) as one route per slot: the component's root slot, or -1 for the members of a
+    component of more than ``max_component`` vertices (and for vertices on no edge).
+    Returns the number of vertices on an edge."""
+    import io
+
+    from curator_dask.dedup._base import write_bytes_atomic
+
+    route, touched, _ = _union_files(files, vertex_counts, columns, storage_options)
+    roots, sizes = np.unique(route[touched], return_counts=True)
+    route[~touched] = -1
+    big = roots[sizes > max_component]
+    if len(big):
+        route[np.isin(route, big)] = -1
+    buf = io.BytesIO()
+    np.save(buf, route)
+    write_bytes_atomic(buf.getvalue(), path, storage_options)
+    return int(touched.sum())
+
+
+_ROUTES: dict[tuple[str, str], np.ndarray] = {}
+
+
+def read_routes(path: str, storage_options: dict[str, Any] | None = None) -> np.ndarray:
+    """The routes :func:`write_routes` saved (memory-mapped from a local disk); one array is
+    kept per process, so the tasks of a worker read it once."""
+    import io
+    import json
+
+    key = (path, json.dumps(storage_options or {}, sort_keys=True, default=str))
+    if key not in _ROUTES:
+        _ROUTES.clear()
+        fs, p = get_fs(path, storage_options)
+        if "file" in ((fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol):
+            _ROUTES[key] = np.load(p, mmap_mode="r")
+        else:
+            with fs.open(p, "rb") as fh:
+                _ROUTES[key] = np.load(io.BytesIO(fh.read()))
+    return _ROUTES[key]
+
+
+def route_of(anchor: np.ndarray, routes: np.ndarray, vertex_counts: np.ndarray) -> np.ndarray:
+    """The shuffle key of rows whose bucket has ``anchor``: the root slot of the anchor's
+    component, or the anchor itself (its own key) where :func:`write_routes` gave -1."""
+    anchor = np.asarray(anchor, dtype=np.int64)
+    r = np.asarray(routes[_slot_of(anchor, _slots(vertex_counts))], dtype=np.int64)
+    return np.where(r >= 0, r, anchor)
 
 
 def _vertex_counts_of(part: pd.DataFrame) -> pd.DataFrame:
@@ -309,7 +377,7 @@ def components_distributed(
     )
 
 
-def _budget_slots(client: Any) -> int:
+def budget_slots(client: Any = None, per_slot: int | None = None) -> int:
     """Slots a streamed union-find may hold: ``curator.dedup.memory-fraction`` of the tightest
     worker's memory limit (this machine's memory without a cluster), less an idle worker and
     room for one edge file and one piece of labels."""
@@ -322,7 +390,7 @@ def _budget_slots(client: Any) -> int:
         memory = psutil.virtual_memory().total
     fraction = float(config.get("dedup.memory-fraction", 0.4))
     room = memory * fraction - BASE_WORKER_BYTES - 4 * 16 * LABELS_PER_PARTITION
-    return max(0, int(room // SLOT_BYTES))
+    return max(0, int(room // (per_slot or SLOT_BYTES)))
 
 
 def connected_components(
@@ -341,7 +409,7 @@ def connected_components(
     ``vertex_counts[p]`` is the number of rows of partition ``p`` (found from the edges when
     not given). When the slots fit ``max_in_memory_vertices`` (default
     ``curator.dedup.components-in-memory-max-vertices``, or when that is null the memory
-    budget of one worker: :func:`_budget_slots`), one task streams the reduced edges through
+    budget of one worker: :func:`budget_slots`), one task streams the reduced edges through
     a union-find (:func:`streamed_union_find`); otherwise :func:`components_distributed`
     runs (rounds written under ``work_dir``). ``max_in_memory_vertices=0`` forces the
     distributed rounds.
@@ -355,7 +423,7 @@ def connected_components(
     limit = max_in_memory_vertices
     if limit is None:
         configured = config.get("dedup.components-in-memory-max-vertices", None)
-        limit = int(configured) if configured is not None else _budget_slots(client)
+        limit = int(configured) if configured is not None else budget_slots(client)
     if vertex_counts is None and limit > 0:
         found = pd.concat(
             reporter.compute(

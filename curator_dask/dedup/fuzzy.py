@@ -29,6 +29,7 @@ from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
     count_rows,
+    get_fs,
     join,
     parquet_files,
     read_parquet_dir,
@@ -50,7 +51,14 @@ from curator_dask.dedup._common import (
     with_uid,
 )
 from curator_dask.dedup._params import BAND_SHAPES, FuzzyParams
-from curator_dask.dedup.components import connected_components
+from curator_dask.dedup.components import (
+    ROUTE_BYTES,
+    budget_slots,
+    connected_components,
+    read_routes,
+    route_of,
+    write_routes,
+)
 from curator_dask.dedup.lsh import (
     band_hashes,
     bands_for_threshold,
@@ -186,15 +194,26 @@ def _edges_part(part: pd.DataFrame) -> pd.DataFrame:
     return bucket_edges(part["bucket"].to_numpy(), part["uid"].to_numpy())
 
 
-def _members_part(part: pd.DataFrame) -> pd.DataFrame:
-    """Star edges ``bucket, anchor, uid`` -> bucket members ``bucket, anchor, uid`` (the
-    anchor is a member too; the anchor column says where the bucket is checked)."""
-    bucket, anchor = part["bucket"].to_numpy(), part["anchor"].to_numpy()
+def _members_part(
+    part: pd.DataFrame,
+    routes: str | None = None,
+    vertex_counts: np.ndarray | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Star edges ``bucket, anchor, uid`` -> bucket members ``bucket, anchor, uid, route``
+    (the anchor is a member too). ``route`` says where the bucket is checked: its candidate
+    cluster (:func:`.components.route_of` over the ``routes`` file), else its anchor."""
+    bucket, anchor = part["bucket"].to_numpy(np.int64), part["anchor"].to_numpy(np.int64)
+    if routes is not None and vertex_counts is not None and len(anchor):
+        route = route_of(anchor, read_routes(routes, storage_options), vertex_counts)
+    else:
+        route = anchor
     m = pd.DataFrame(
         {
             "bucket": np.concatenate([bucket, bucket]),
             "anchor": np.concatenate([anchor, anchor]),
-            "uid": np.concatenate([part["uid"].to_numpy(), anchor]),
+            "uid": np.concatenate([part["uid"].to_numpy(np.int64), anchor]),
+            "route": np.concatenate([route, route]),
         }
     )
     return m.drop_duplicates()
@@ -265,6 +284,7 @@ _STAR_META = pd.DataFrame(
         "uid": pd.Series([], dtype="int64"),
     }
 )
+_ROUTED_META = _STAR_META.assign(route=pd.Series([], dtype="int64"))
 _LABELS_META = pd.DataFrame(
     {"uid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")}
 )
@@ -547,13 +567,43 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         _, memory, threads = config.worker_resources(self.client)
         return partitions_for(total, memory, threads)
 
+    def _partition_documents(self) -> np.ndarray:
+        """Documents per input partition (the uids' row counts), from the MinHash step."""
+        done = self._run().steps.read_done(join(self.cache_dir(), "minhash"))
+        counts = done.get("partition_documents")
+        if counts is None:  # a cache from before the counts were recorded
+            counts = rows_per_file(self._minhash_files(), self.storage_options)
+        return np.asarray(counts, dtype=np.int64)
+
+    def _candidate_routes(
+        self, out: str, files: list[str], npart: int
+    ) -> tuple[np.ndarray | None, str | None]:
+        """The candidate clusters (connected components of the LSH buckets' star edges),
+        written to ``out/routes.npy`` by one worker task, so that the check meets every bucket
+        of a cluster in one partition and needs each document's shingle set there only.
+        A cluster of more than half a check partition's documents is checked by anchor.
+        ``(None, None)`` (check by anchor) when a route per document does not fit a worker."""
+        so = self.storage_options
+        counts = self._partition_documents()
+        if int(counts.sum()) > budget_slots(self.client, ROUTE_BYTES):
+            return None, None
+        path = join(out, "routes.npy")
+        fs, p = get_fs(path, so)
+        if not fs.exists(p):
+            in_buckets = min(2 * count_rows(files, so), int(counts.sum()))
+            cap = max(2, in_buckets // max(1, 2 * npart))
+            task = dask.delayed(write_routes, pure=False)(files, counts, path, cap, so)
+            self._run().reporter.compute([task], "candidate clusters", unit="tasks")
+        return counts, path
+
     def verify_candidates(self, group_dirs: list[str]) -> str:
         """Step 3: verified edges ``u, v`` (exact Jaccard >= threshold); resumable.
 
-        The bucket members are shuffled on their bucket's anchor (the buckets of one cluster
-        of near-duplicates share anchors, so they meet in one partition), written, and each
-        partition asks the documents' partitions (in the cache) for the shingle set of each
-        of its documents once, however many of its buckets the document is in.
+        The bucket members are shuffled on their candidate cluster (:meth:`_candidate_routes`:
+        all the buckets a document is in meet in one partition), written, and each partition
+        asks the documents' partitions (in the cache) for the shingle set of each of its
+        documents once, however many of its buckets the document is in. So each document's
+        set is made and sent once, however large its cluster.
         """
         run = self._run()
         so = self.storage_options
@@ -566,10 +616,11 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         files = sorted(f for d in group_dirs for f in parquet_files(join(d, "edges"), so))
         rows = read_parts(files, _STAR_META, so)
         npart = self._verify_partitions(files)
+        counts, routes = self._candidate_routes(out, files, npart)
         members = (
-            rows.map_partitions(_members_part, meta=_STAR_META)
-            .shuffle(on="anchor", method=method, npartitions=npart)
-            .map_partitions(lambda p: p.drop_duplicates(), meta=_STAR_META)
+            rows.map_partitions(_members_part, routes, counts, so, meta=_ROUTED_META)
+            .shuffle(on="route", method=method, npartitions=npart)
+            .map_partitions(lambda p: p.drop(columns="route").drop_duplicates(), meta=_STAR_META)
         )
         mdir = join(out, "members")
         member_rows = write_frame(members, mdir, run.reporter, "candidates", so)
@@ -601,7 +652,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         # the same time, and a check partition reads only its own file
         sdir = join(out, "sets")
         schema = pa.schema([("uid", pa.int64()), ("sig", pa.binary())])
-        write_frame(sets, sdir, run.reporter, "shingle sets", so, schema)
+        n_sets = write_frame(sets, sdir, run.reporter, "shingle sets", so, schema)
         sets_meta = pd.DataFrame(
             {"uid": pd.Series([], dtype="int64"), "sig": pd.Series([], dtype=object)}
         )
@@ -618,10 +669,21 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         write_frame(edges, join(out, "edges"), run.reporter, "verify", so)
         remove_tree(mdir, so)
         remove_tree(sdir, so)
+        if routes is not None:
+            fs, path = get_fs(routes, so)
+            fs.rm(path)
         run.steps.mark_done(
-            out, {"threshold": self.jaccard_threshold, "members": member_rows, "partitions": npart}
+            out,
+            {
+                "threshold": self.jaccard_threshold,
+                "members": member_rows,
+                "sets": n_sets,
+                "partitions": npart,
+                "by_cluster": routes is not None,
+            },
         )
         self.stats["verify_computed"] = 1
+        self.stats["verify_sets"] = n_sets
         return out
 
     # -- steps 4 and 5 --------------------------------------------------------------------
@@ -691,17 +753,13 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         with r.step("components"):
             labels_dir = join(comp_dir, "labels")
             if not run.steps.is_done(comp_dir):
-                done = run.steps.read_done(sig_dir)
-                counts = done.get("partition_documents")
-                if counts is None:  # a cache from before the counts were recorded
-                    counts = rows_per_file(self._minhash_files(), so)
                 labels = connected_components(
                     edges,
                     join(comp_dir, "work"),
                     self.client,
                     storage_options=so,
                     reporter=r,
-                    vertex_counts=np.asarray(counts, dtype=np.int64),
+                    vertex_counts=self._partition_documents(),
                 )
                 write_frame(labels, labels_dir, r, "labels", so)
                 remove_tree(join(comp_dir, "work"), so)

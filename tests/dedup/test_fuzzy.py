@@ -229,6 +229,24 @@ def test_anchored_check_equals_exhaustive_on_large_clusters(tmp_path):
     assert len(exhaustive ^ _ref_removed(pdf)) <= 0.01 * len(pdf), "LSH recall on the corpus"
 
 
+def test_the_check_meets_each_cluster_in_one_partition_and_sends_each_set_once(
+    tmp_path, monkeypatch
+):
+    from curator_dask.dedup import fuzzy
+
+    # four check partitions for a small corpus; the buckets of one cluster have many anchors
+    monkeypatch.setattr(fuzzy, "partitions_for", lambda *a, **k: 4)
+    pdf = _large_clusters(n_base=12, copies=60)
+    df = dd.from_pandas(pdf, npartitions=3)
+    by_cluster, s = _run(tmp_path / "cluster", df)
+    monkeypatch.setattr(fuzzy, "budget_slots", lambda *a, **k: 0)  # no room: by anchor
+    by_anchor, a = _run(tmp_path / "anchor", df)
+    assert by_cluster == by_anchor
+    assert len(by_cluster ^ _ref_removed(pdf)) <= 0.01 * len(pdf)
+    assert s.stats["verify_sets"] <= len(pdf)  # each document's set made and sent once
+    assert a.stats["verify_sets"] > 2 * len(pdf)  # by anchor: once per partition asking
+
+
 def test_anchored_check_cost_is_linear_in_bucket_size():
     from curator_dask.dedup.lsh import verify_buckets
     from curator_dask.dedup.minhash import shingle_hashes, unique_shingles
