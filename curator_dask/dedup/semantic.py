@@ -538,7 +538,10 @@ def greedy_duplicates(
         hit = sims >= threshold
         d = stop - start
         hit[:, :d] &= xp.arange(d)[None, :] > xp.arange(d)[:, None]
-        i, j = xp.nonzero(hit)
+        # most rows have no pair: find the few that do before listing the pairs
+        rows = xp.flatnonzero(hit.any(axis=1))
+        i, j = xp.nonzero(hit[rows])
+        i = rows[i]
         pi.append(_host(i + start))
         pj.append(_host(j + start))
         ps.append(_host(sims[i, j]))
