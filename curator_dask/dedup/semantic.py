@@ -187,10 +187,12 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         files = parquet_files(join(emb_dir, "data"), so)
         sizes = rows_per_file(files, so)
         n = sum(sizes)
-        n_clusters = max(1, min(self.n_clusters, n))
-        centroids, iterations = kmeans_distributed(
-            files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run.reporter
-        )
+        n_clusters = min(self.n_clusters, n)
+        centroids, iterations = np.zeros((0, 0), np.float32), 0
+        if n_clusters:
+            centroids, iterations = kmeans_distributed(
+                files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run.reporter
+            )
         write_bytes_atomic(_npy_bytes(centroids), join(out, "centroids.npy"), so)
         data = layout(join(out, "data"), so)
         tasks = [
@@ -359,6 +361,8 @@ def _write_embeddings(
     import pyarrow.parquet as pq
 
     part = _backend.to_pandas(part)
+    if not len(part):  # no file: its vectors' size is unknown (and Parquet has no 0-byte one)
+        return pd.DataFrame({"rows": [0]})
     i = (partition_info or {}).get("number", 0)
     mat = _list_matrix(part[column])
     table = pa.Table.from_pandas(part[["id", "_uid"]], preserve_index=False)
@@ -427,8 +431,16 @@ def _read_assigned_dir(emb_data: str, km_data: str, storage_options: dict[str, A
     km_files = parquet_files(km_data, storage_options)
     if len(emb_files) != len(km_files):
         raise ValueError(f"{len(km_files)} kmeans part files for {len(emb_files)} embeddings")
-    if not km_files:
-        raise FileNotFoundError(f"no part files in {km_data}")
+    meta = pd.DataFrame(
+        {
+            "id": pd.Series([], dtype=object),
+            "_uid": pd.Series([], dtype="int64"),
+            "cluster": pd.Series([], dtype="int64"),
+            "centroid_sim": pd.Series([], dtype="float32"),
+        }
+    )
+    if not km_files:  # no documents
+        return dd.from_pandas(meta.assign(vector=pd.Series([], dtype=object)), npartitions=1)
     fs, p = get_fs(km_files[0], storage_options)
     with fs.open(p, "rb") as f:
         meta = pq.read_schema(f).empty_table().to_pandas()

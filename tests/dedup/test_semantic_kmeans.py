@@ -166,3 +166,29 @@ def test_embeddings_of_different_lengths_are_an_error(tmp_path):
     )  # fmt: skip
     with pytest.raises(ValueError, match="different lengths"):
         wf.run()
+
+
+def test_empty_partitions_and_empty_input(tmp_path):
+    v = _vectors(seed=6)
+    pdf = _frame(v)
+    cut = pdf["id"].iloc[len(pdf) // 4 + 5]
+    df = dd.from_pandas(pdf, npartitions=4)
+    df = df[df["id"] >= cut]  # the first partition is empty (ids are sorted)
+    assert len(df.partitions[0]) == 0
+    res = SemanticDeduplicationWorkflow(
+        cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"), df=df,
+        embedding_column="emb", n_clusters=8, eps=0.02, keep="first", seed=3,
+    ).run()  # fmt: skip
+    left = (pdf["id"] >= cut).to_numpy()
+    expected = semantic_reference(pdf["id"][left], v[left], 8, 0.02, "first", seed=3, max_iter=100)
+    got = pd.read_parquet(tmp_path / "o" / "removed_ids")
+    assert dict(zip(got["id"], got["group"], strict=True)) == expected
+    assert res.documents == int(left.sum())
+    assert res.removed == len(expected) > 0
+
+    none = dd.from_pandas(pdf, npartitions=2)
+    res = SemanticDeduplicationWorkflow(
+        cache_path=str(tmp_path / "c2"), output_path=str(tmp_path / "o2"),
+        df=none[none["id"] == "absent"], embedding_column="emb", n_clusters=8,
+    ).run()  # fmt: skip
+    assert (res.documents, res.removed) == (0, 0)
