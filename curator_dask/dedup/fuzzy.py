@@ -22,6 +22,7 @@ import dask
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 from dask.base import tokenize
 
 from curator_dask import _backend, config
@@ -236,8 +237,9 @@ def _candidate_sets(
     normalization: str,
     partition_info: dict | None = None,
 ) -> pd.DataFrame:
-    """Each requested document's sorted distinct shingle hashes (uint64 bytes), computed once
-    per document here, where its text is, and sent to every partition that asked for it."""
+    """Each requested document's sorted distinct shingle hashes (uint64 bytes in one Arrow
+    binary column: no Python object per set), computed once per document here, where its
+    text is, and sent to every partition that asked for it."""
     part = _backend.to_pandas(part)
     if part.index.name == "_uid":  # a row group of the cached documents
         part = part.reset_index()
@@ -246,30 +248,68 @@ def _candidate_sets(
     req = req.reset_index()
     hit = part["_uid"].isin(req["uid"].to_numpy()).to_numpy()
     text = part[text_column][hit]
-    sig: list[bytes] = []
+    uid = part["_uid"].to_numpy(np.int64)[hit]
+    data: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
     for a, b in _chunks(text.str.len().fillna(0).to_numpy(np.int64)):  # bounded scratch space
         hashes, offsets = shingle_hashes(text.iloc[a:b], ngram, kind, normalization)
         sets, set_off = unique_shingles(hashes, offsets)
-        raw = sets.astype(np.uint64, copy=False).tobytes()
-        sig += [raw[set_off[i] * 8 : set_off[i + 1] * 8] for i in range(len(set_off) - 1)]
-    found = pd.DataFrame({"uid": part["_uid"].to_numpy()[hit], "sig": pd.Series(sig, dtype=object)})
-    return req[["uid", "_dest"]].reset_index(drop=True).merge(found, on="uid", how="inner")
+        data.append(sets.astype(np.uint64, copy=False))
+        lengths.append(np.diff(set_off))
+    del text
+    byte_off = np.zeros(len(uid) + 1, dtype=np.int64)
+    if lengths:
+        np.cumsum(np.concatenate(lengths) * 8, out=byte_off[1:])
+    flat = np.concatenate(data) if data else np.zeros(0, np.uint64)
+    found = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(uid), [None, pa.py_buffer(byte_off), pa.py_buffer(flat)]
+    )
+    r_uid = req["uid"].to_numpy(np.int64)
+    at = pd.Index(uid).get_indexer(r_uid)
+    keep = at >= 0
+    return pd.DataFrame(
+        {
+            "uid": r_uid[keep],
+            "_dest": req["_dest"].to_numpy(np.int64)[keep],
+            "sig": pd.arrays.ArrowExtensionArray(found.take(pa.array(at[keep]))),
+        }
+    )
+
+
+def _read_sets(path: str, storage_options: dict[str, Any] | None) -> tuple:
+    """A sets file -> ``(uid, shingle hashes, start, end)``: each uid's set is
+    ``hashes[start:end]``, read from the Arrow buffers without a Python object per set."""
+    fs, p = get_fs(path, storage_options)
+    with fs.open(p, "rb") as fh:
+        table = pq.read_table(fh, columns=["uid", "sig"])
+    uid = table.column("uid").to_numpy().astype(np.int64, copy=False)
+    sig = table.column("sig").combine_chunks()
+    if not pa.types.is_large_binary(sig.type):
+        sig = sig.cast(pa.large_binary())
+    n = len(sig)
+    offsets = np.frombuffer(sig.buffers()[1], dtype=np.int64)[sig.offset : sig.offset + n + 1]
+    raw = sig.buffers()[2]
+    raw_bytes = np.frombuffer(raw, dtype=np.uint8) if raw is not None else np.zeros(0, np.uint8)
+    data = raw_bytes[: int(offsets[-1]) if n else 0].view(np.uint64)
+    return uid, data, offsets[:-1] // 8, offsets[1:] // 8
 
 
 def _verify_part(
-    part: pd.DataFrame, sets: pd.DataFrame, threshold: float, max_anchors: int | None = None
+    part: pd.DataFrame,
+    set_files: list[str],
+    threshold: float,
+    max_anchors: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    partition_info: dict | None = None,
 ) -> pd.DataFrame:
-    """Verify the buckets of one partition; ``sets`` holds each member's set once."""
+    """Verify the buckets of one partition; its sets file holds each member's set once."""
     part = part.sort_values(["bucket", "uid"], kind="stable")
-    sets = sets.drop_duplicates("uid")
-    sig = sets["sig"].tolist()
-    data = np.frombuffer(b"".join(sig), dtype=np.uint64)
-    off = np.zeros(len(sig) + 1, dtype=np.int64)
-    np.cumsum([len(x) // 8 for x in sig], out=off[1:])
-    at = pd.Index(sets["uid"].to_numpy(np.int64)).get_indexer(part["uid"].to_numpy(np.int64))
+    number = (partition_info or {}).get("number", 0)
+    uid, data, start, end = _read_sets(set_files[number], storage_options)
+    at = pd.Index(uid).get_indexer(part["uid"].to_numpy(np.int64))
     part, at = part[at >= 0], at[at >= 0]  # a member without a set has no shingles
     a, b, _ = verify_buckets(
-        part["bucket"].to_numpy(), data, None, threshold, max_anchors, (off[at], off[at + 1])
+        part["bucket"].to_numpy(), data, None, threshold, max_anchors, (start[at], end[at])
     )
     uid = part["uid"].to_numpy(np.int64)
     u, v = uid[a], uid[b]
@@ -644,26 +684,24 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 {
                     "uid": pd.Series([], dtype="int64"),
                     "_dest": pd.Series([], dtype="int64"),
-                    "sig": pd.Series([], dtype=object),
+                    "sig": pd.Series([], dtype=pd.ArrowDtype(pa.large_binary())),
                 }
             ),
         ).set_index("_dest", divisions=[*range(npart), npart])
         # written before the check: the sets' shuffle and the check do not hold memory at
         # the same time, and a check partition reads only its own file
         sdir = join(out, "sets")
-        schema = pa.schema([("uid", pa.int64()), ("sig", pa.binary())])
+        schema = pa.schema([("uid", pa.int64()), ("sig", pa.large_binary())])
         n_sets = write_frame(sets, sdir, run.reporter, "shingle sets", so, schema)
-        sets_meta = pd.DataFrame(
-            {"uid": pd.Series([], dtype="int64"), "sig": pd.Series([], dtype=object)}
-        )
-        with dask.config.set({"dataframe.convert-string": False}):  # bytes, not text
-            sets = read_parts(parquet_files(sdir, so), sets_meta, so)
+        set_files = parquet_files(sdir, so)
+        if len(set_files) != npart:
+            raise RuntimeError(f"{len(set_files)} shingle set files for {npart} partitions")
         edges = members.map_partitions(
             _verify_part,
-            sets,
+            set_files,
             float(self.jaccard_threshold),
             self.num_anchors,
-            align_dataframes=False,
+            so,
             meta=_EDGES_META,
         )
         write_frame(edges, join(out, "edges"), run.reporter, "verify", so)
