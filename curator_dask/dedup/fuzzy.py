@@ -201,23 +201,21 @@ def _members_part(
     vertex_counts: np.ndarray | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Star edges ``bucket, anchor, uid`` -> bucket members ``bucket, anchor, uid, route``
-    (the anchor is a member too). ``route`` says where the bucket is checked: its candidate
-    cluster (:func:`.components.route_of` over the ``routes`` file), else its anchor."""
+    """Star edges ``bucket, anchor, uid`` -> bucket members ``bucket, uid, route``: each
+    member, and each bucket's anchor once. ``route`` says where the bucket is checked: its
+    candidate cluster (:func:`.components.route_of` over the ``routes`` file), else its
+    anchor. (The check itself needs only the buckets' members.)"""
     bucket, anchor = part["bucket"].to_numpy(np.int64), part["anchor"].to_numpy(np.int64)
+    # a bucket's anchor is its smallest member: the same for all of the bucket's rows
+    bucket_ids, first = np.unique(bucket, return_index=True)
+    uid = np.concatenate([part["uid"].to_numpy(np.int64), anchor[first]])
+    bucket = np.concatenate([bucket, bucket_ids])
+    anchor = np.concatenate([anchor, anchor[first]])
     if routes is not None and vertex_counts is not None and len(anchor):
         route = route_of(anchor, read_routes(routes, storage_options), vertex_counts)
     else:
         route = anchor
-    m = pd.DataFrame(
-        {
-            "bucket": np.concatenate([bucket, bucket]),
-            "anchor": np.concatenate([anchor, anchor]),
-            "uid": np.concatenate([part["uid"].to_numpy(np.int64), anchor]),
-            "route": np.concatenate([route, route]),
-        }
-    )
-    return m.drop_duplicates()
+    return pd.DataFrame({"bucket": bucket, "uid": uid, "route": route})
 
 
 def _requests(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
@@ -324,7 +322,10 @@ _STAR_META = pd.DataFrame(
         "uid": pd.Series([], dtype="int64"),
     }
 )
-_ROUTED_META = _STAR_META.assign(route=pd.Series([], dtype="int64"))
+_MEMBERS_META = pd.DataFrame(
+    {"bucket": pd.Series([], dtype="int64"), "uid": pd.Series([], dtype="int64")}
+)
+_ROUTED_META = _MEMBERS_META.assign(route=pd.Series([], dtype="int64"))
 _LABELS_META = pd.DataFrame(
     {"uid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")}
 )
@@ -660,11 +661,11 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         members = (
             rows.map_partitions(_members_part, routes, counts, so, meta=_ROUTED_META)
             .shuffle(on="route", method=method, npartitions=npart)
-            .map_partitions(lambda p: p.drop(columns="route").drop_duplicates(), meta=_STAR_META)
+            .map_partitions(lambda p: p.drop(columns="route").drop_duplicates(), meta=_MEMBERS_META)
         )
         mdir = join(out, "members")
         member_rows = write_frame(members, mdir, run.reporter, "candidates", so)
-        members = read_parts(parquet_files(mdir, so), _STAR_META, so)
+        members = read_parts(parquet_files(mdir, so), _MEMBERS_META, so)
         npart = members.npartitions
         df, bounds = self._documents_by_uid()
         req = members.map_partitions(
