@@ -122,14 +122,16 @@ def run_workflow(args) -> dict:
         clock = _StepClock(client)
         sys.stderr, stderr = clock, sys.stderr
         t = time.perf_counter()
-        res = SemanticDeduplicationWorkflow(
-            cache_path=f"{tmp}/cache", output_path=f"{tmp}/out",
-            df=_frame(args.docs, args.dim, args.partitions, args.seed),
-            embedding_column="emb", n_clusters=args.clusters, eps=args.eps, keep="first",
-            kmeans_max_iter=args.iters, client=client,
-        ).run()  # fmt: skip
+        try:
+            res = SemanticDeduplicationWorkflow(
+                cache_path=f"{tmp}/cache", output_path=f"{tmp}/out",
+                df=_frame(args.docs, args.dim, args.partitions, args.seed),
+                embedding_column="emb", n_clusters=args.clusters, eps=args.eps, keep="first",
+                kmeans_max_iter=args.iters, client=client,
+            ).run()  # fmt: skip
+        finally:
+            sys.stderr = stderr
         wall = time.perf_counter() - t
-        sys.stderr = stderr
         w1 = client.run(_worker_usage)
     worker_cpu = sum(w1[a]["cpu_s"] - w0.get(a, {"cpu_s": 0.0})["cpu_s"] for a in w1)
     removed = pd.read_parquet(f"{tmp}/out/removed_ids")
