@@ -32,6 +32,7 @@ from curator_dask.dedup._base import (
     count_rows,
     get_fs,
     join,
+    layout,
     parquet_files,
     read_parquet_dir,
     read_parts,
@@ -294,16 +295,19 @@ def _read_sets(path: str, storage_options: dict[str, Any] | None) -> tuple:
 
 def _verify_part(
     part: pd.DataFrame,
-    set_files: list[str],
+    sets_dir: str,
     threshold: float,
     max_anchors: int | None = None,
     storage_options: dict[str, Any] | None = None,
     partition_info: dict | None = None,
 ) -> pd.DataFrame:
-    """Verify the buckets of one partition; its sets file holds each member's set once."""
+    """Verify the buckets of one partition; its sets file (the same partition number, under
+    ``sets_dir``) holds each member's set once. (The directory, not a list of the files: a
+    list would travel with every task, a graph growing with the square of the partitions.)"""
     part = part.sort_values(["bucket", "uid"], kind="stable")
     number = (partition_info or {}).get("number", 0)
-    uid, data, start, end = _read_sets(set_files[number], storage_options)
+    path = layout(sets_dir, storage_options).part_path(number)
+    uid, data, start, end = _read_sets(path, storage_options)
     at = pd.Index(uid).get_indexer(part["uid"].to_numpy(np.int64))
     part, at = part[at >= 0], at[at >= 0]  # a member without a set has no shingles
     a, b, _ = verify_buckets(
@@ -694,12 +698,12 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         sdir = join(out, "sets")
         schema = pa.schema([("uid", pa.int64()), ("sig", pa.large_binary())])
         n_sets = write_frame(sets, sdir, run.reporter, "shingle sets", so, schema)
-        set_files = parquet_files(sdir, so)
-        if len(set_files) != npart:
-            raise RuntimeError(f"{len(set_files)} shingle set files for {npart} partitions")
+        n_files = len(parquet_files(sdir, so))
+        if n_files != npart:
+            raise RuntimeError(f"{n_files} shingle set files for {npart} partitions")
         edges = members.map_partitions(
             _verify_part,
-            set_files,
+            sdir,
             float(self.jaccard_threshold),
             self.num_anchors,
             so,
