@@ -206,6 +206,7 @@ def _members_part(
     member, and each bucket's anchor once. ``route`` says where the bucket is checked: its
     candidate cluster (:func:`.components.route_of` over the ``routes`` file), else its
     anchor. (The check itself needs only the buckets' members.)"""
+    release_arrow_memory()  # what the shuffle's previous transfer freed
     bucket, anchor = part["bucket"].to_numpy(np.int64), part["anchor"].to_numpy(np.int64)
     # a bucket's anchor is its smallest member: the same for all of the bucket's rows
     bucket_ids, first = np.unique(bucket, return_index=True)
@@ -222,6 +223,7 @@ def _members_part(
 def _requests(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
     """The documents whose sets a member partition needs, once each, with where they go
     (``_dest``: this partition)."""
+    release_arrow_memory()  # what the shuffle's previous transfer freed
     uid = np.unique(part["uid"].to_numpy(np.int64))
     dest = (partition_info or {}).get("number", 0)
     return pd.DataFrame({"uid": uid, "_dest": np.full(len(uid), dest, np.int64)})
@@ -239,6 +241,7 @@ def _candidate_sets(
     """Each requested document's sorted distinct shingle hashes (uint64 bytes in one Arrow
     binary column: no Python object per set), computed once per document here, where its
     text is, and sent to every partition that asked for it."""
+    release_arrow_memory()  # what the shuffle's previous transfer freed
     part = _backend.to_pandas(part)
     if part.index.name == "_uid":  # a row group of the cached documents
         part = part.reset_index()
@@ -304,6 +307,7 @@ def _verify_part(
     """Verify the buckets of one partition; its sets file (the same partition number, under
     ``sets_dir``) holds each member's set once. (The directory, not a list of the files: a
     list would travel with every task, a graph growing with the square of the partitions.)"""
+    release_arrow_memory()  # what reading the members freed
     part = part.sort_values(["bucket", "uid"], kind="stable")
     number = (partition_info or {}).get("number", 0)
     path = layout(sets_dir, storage_options).part_path(number)
