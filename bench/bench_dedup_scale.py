@@ -10,8 +10,8 @@ documents; a size uses the first files. The default, ``distinct``, has the same 
 structure at every size (15% near-duplicate copies in clusters of a fixed size distribution,
 all other documents distinct), so time and memory per document are comparable across sizes.
 ``resampled`` is the corpus of the earlier runs (public texts drawn with replacement): every
-text has ~N/35,000 near-copies there, so clusters, buckets and edges per document grow with N
-and the time per document cannot be linear on it; it is kept to compare with those runs.
+text has ~N/35,000 near-copies there, so clusters and buckets grow with N (the hard case for
+the candidate check); it is kept to compare with those runs.
 Each (size, method) runs on a fresh LocalCluster of
 2 worker processes (1 thread each) with a fixed memory limit, with the workflow's defaults
 (no blocksize, no bands_per_iteration: both chosen from the workers' memory; fuzzy: word
