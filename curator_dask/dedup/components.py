@@ -46,42 +46,6 @@ from curator_dask.dedup._common import UID_SHIFT, shuffle_method
 
 
 @numba.njit(nogil=True, cache=True)
-def _union_find(a, b, n):  # pragma: no cover - compiled
-    parent = np.arange(n)
-    for k in range(len(a)):
-        x, y = a[k], b[k]
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        while parent[y] != y:
-            parent[y] = parent[parent[y]]
-            y = parent[y]
-        if x != y:  # the smaller index becomes the root: roots are component minima
-            if x < y:
-                parent[y] = x
-            else:
-                parent[x] = y
-    for i in range(n):
-        parent[i] = parent[parent[i]]
-    return parent
-
-
-def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
-    """Label the vertices of edges ``(u, v)`` with their component's smallest vertex."""
-    u = np.asarray(u, dtype=np.int64)
-    v = np.asarray(v, dtype=np.int64)
-    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
-    n = len(nodes)
-    if n == 0:
-        return pd.DataFrame({"uid": np.zeros(0, np.int64), "label": np.zeros(0, np.int64)})
-    m = len(u)
-    # roots are always the smallest index of their tree, and nodes are sorted, so each
-    # root is its component's minimum; after the final pass every node points at it
-    root = _union_find(inv[:m].astype(np.int64), inv[m:].astype(np.int64), n)
-    return pd.DataFrame({"uid": nodes, "label": nodes[root]})
-
-
-@numba.njit(nogil=True, cache=True)
 def _union_into(parent, a, b):  # pragma: no cover - compiled
     # parent[i] <= i always holds: a root is the smallest slot of its tree
     for k in range(len(a)):
@@ -102,6 +66,29 @@ def _union_into(parent, a, b):  # pragma: no cover - compiled
 def _flatten(parent):  # pragma: no cover - compiled
     for i in range(len(parent)):  # parent[i] < i is final by the time i is reached
         parent[i] = parent[parent[i]]
+
+
+@numba.njit(nogil=True, cache=True)
+def _union_find(a, b, n):  # pragma: no cover - compiled
+    parent = np.arange(n)
+    _union_into(parent, a, b)
+    _flatten(parent)
+    return parent
+
+
+def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
+    """Label the vertices of edges ``(u, v)`` with their component's smallest vertex."""
+    u = np.asarray(u, dtype=np.int64)
+    v = np.asarray(v, dtype=np.int64)
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    n = len(nodes)
+    if n == 0:
+        return pd.DataFrame({"uid": np.zeros(0, np.int64), "label": np.zeros(0, np.int64)})
+    m = len(u)
+    # roots are always the smallest index of their tree, and nodes are sorted, so each
+    # root is its component's minimum; after the final pass every node points at it
+    root = _union_find(inv[:m].astype(np.int64), inv[m:].astype(np.int64), n)
+    return pd.DataFrame({"uid": nodes, "label": nodes[root]})
 
 
 #: Bytes a streamed union-find holds per slot: the parent (int32) and a touched flag.
