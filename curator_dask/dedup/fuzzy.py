@@ -598,13 +598,12 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         return read_parts(files, _STAR_META, so)
 
     # -- step 3 -------------------------------------------------------------------------
-    def _verify_partitions(self, files: list[str]) -> int:
+    def _verify_partitions(self, edge_rows: int) -> int:
         """Partitions of the candidate check, so that each holds at most what the planner
         gives a partition (:func:`.planner.partitions_for`): its bucket members (at most two
         24-byte rows per star edge) and their shingle sets (8 bytes per shingle, the corpus
         mean, at most one set per candidate document and partition)."""
         so = self.storage_options
-        edge_rows = count_rows(files, so)
         sig = read_parquet_dir(
             join(self.cache_dir(), "minhash"), so, pd.DataFrame({"n_shingles": []}), ["n_shingles"]
         )
@@ -625,7 +624,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         return np.asarray(counts, dtype=np.int64)
 
     def _candidate_routes(
-        self, out: str, files: list[str], npart: int
+        self, out: str, files: list[str], npart: int, edge_rows: int
     ) -> tuple[np.ndarray | None, str | None]:
         """The candidate clusters (connected components of the LSH buckets' star edges),
         written to ``out/routes.npy`` by one worker task, so that the check meets every bucket
@@ -639,7 +638,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         path = join(out, "routes.npy")
         fs, p = get_fs(path, so)
         if not fs.exists(p):
-            in_buckets = min(2 * count_rows(files, so), int(counts.sum()))
+            in_buckets = min(2 * edge_rows, int(counts.sum()))
             cap = max(2, in_buckets // max(1, 2 * npart))
             task = dask.delayed(write_routes, pure=False)(files, counts, path, cap, so)
             self._run().reporter.compute([task], "candidate clusters", unit="tasks")
@@ -664,8 +663,9 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         method = shuffle_method(self.client)
         files = sorted(f for d in group_dirs for f in parquet_files(join(d, "edges"), so))
         rows = read_parts(files, _STAR_META, so)
-        npart = self._verify_partitions(files)
-        counts, routes = self._candidate_routes(out, files, npart)
+        edge_rows = count_rows(files, so)  # star edges, from the files' footers (read once)
+        npart = self._verify_partitions(edge_rows)
+        counts, routes = self._candidate_routes(out, files, npart, edge_rows)
         members = (
             rows.map_partitions(_members_part, routes, counts, so, meta=_ROUTED_META)
             .shuffle(on="route", method=method, npartitions=npart)
