@@ -36,9 +36,11 @@ def frame_module(name: str | None = None) -> ModuleType:
 def to_backend(part: Any, name: str | None = None) -> Any:
     """Convert a pandas partition to the current backend (no-op on pandas)."""
     mod = frame_module(name)
-    if mod is pd or isinstance(part, mod.DataFrame):
+    if mod is pd or isinstance(part, (mod.DataFrame, mod.Series)):
         return part
-    return mod.DataFrame.from_pandas(part)
+    # cudf's converter is the module-level ``cudf.from_pandas`` (frames, series and
+    # indexes alike); its DataFrame and Series classes have no ``from_pandas``.
+    return mod.from_pandas(part)
 
 
 def to_pandas(part: Any) -> pd.DataFrame:

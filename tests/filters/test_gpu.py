@@ -18,7 +18,7 @@ ASCII_TEXTS = [t for t in EDGE_TEXTS if t.isascii()]
 def test_filters_on_cudf_equal_pandas():
     cudf = pytest.importorskip("cudf")
     cpu = pd.Series(ASCII_TEXTS, index=range(5, 5 + len(ASCII_TEXTS)))
-    gpu = cudf.Series.from_pandas(cpu)
+    gpu = cudf.from_pandas(cpu)
     for f in [*heuristic_filters(), C4QualityFilter(), FineWebQualityFilter()]:
         want = f.score(cpu).to_numpy(dtype="float64")
         got = f.score(gpu).to_pandas().to_numpy(dtype="float64")
@@ -29,6 +29,6 @@ def test_filters_on_cudf_equal_pandas():
 def test_modifiers_on_cudf_equal_pandas():
     cudf = pytest.importorskip("cudf")
     cpu = pd.Series(ASCII_TEXTS)
-    gpu = cudf.Series.from_pandas(cpu)
+    gpu = cudf.from_pandas(cpu)
     for m in (WhitespaceNormalizer(), LineRemover(pattern="^a line$"), C4LineModifier()):
         assert m.modify(gpu).to_pandas().tolist() == m.modify(cpu).tolist()
