@@ -36,6 +36,34 @@ def get(key: str, default: Any = None) -> Any:
     return dask.config.get(f"curator.{key}", default=default)
 
 
+def cache_dir() -> str | None:
+    """This machine's directory for derived data its processes share, or None for none.
+
+    ``curator.cache-dir`` (``DASK_CURATOR__CACHE_DIR``): a path, ``false`` for no cache, or
+    null (default) for ``curator_dask`` under the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``; ``%LOCALAPPDATA%`` on Windows). It holds what a
+    process would otherwise rebuild (the Unicode normalisation tables); every entry is named
+    by a digest of what it was built from, so a stale entry is never read. Read in the
+    process that uses it: each machine has its own.
+
+    Examples
+    --------
+    >>> with dask.config.set({"curator.cache-dir": False}):
+    ...     cache_dir() is None
+    True
+    """
+    value = get("cache-dir", None)
+    if value is False or value == "":
+        return None
+    if value:
+        return os.path.abspath(os.path.expanduser(str(value)))
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "curator_dask")
+
+
 def blocksize_for_memory(
     memory_limit: float | None,
     threads_per_worker: int = 1,

@@ -30,16 +30,25 @@ when the concatenation of these per-code-point outputs has the reference's token
   surrogates).
   A document holding one goes through the Python reference.
 
-The tables depend on the interpreter's :mod:`unicodedata` version and are built once per
-process (about half a second), lazily, on the first call.
+The tables depend on the interpreter's :mod:`unicodedata` and on this module's code. They are
+built once per machine (about a second of CPU), lazily, on the first call, and saved in
+:func:`curator_dask.config.cache_dir` under a name that digests both, so every later process
+on that machine loads them (milliseconds) and a new Python, Unicode version or builder never
+reads a stale file. Without a usable cache directory each process builds them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import os
 import re
+import sys
+import tempfile
 import threading
 import unicodedata
+import zipfile
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -126,12 +135,68 @@ _LOCK = threading.Lock()
 
 
 def norm_tables() -> NormTables:
-    """Return the tables, built once per process (threads wait for the first build)."""
+    """Return the tables: loaded from this machine's cache, else built (and cached).
+
+    Once per process; threads wait for the first call.
+    """
     with _LOCK:
-        return _build()
+        return _load_or_build()
 
 
 @functools.cache
+def _load_or_build() -> NormTables:
+    from curator_dask.config import cache_dir
+
+    directory = cache_dir()
+    if directory is None:
+        return _build()
+    path = os.path.join(directory, f"normtables-{_digest()}.npz")
+    tables = _load(path)
+    if tables is None:
+        tables = _build()
+        _save(tables, path)
+    return tables
+
+
+def _digest() -> str:
+    """What the tables are built from: this module's code, the Python and its Unicode data."""
+    h = hashlib.sha256()
+    with open(__file__, "rb") as f:
+        h.update(f.read())
+    h.update(f"{sys.implementation.name} {sys.version} {unicodedata.unidata_version}".encode())
+    return h.hexdigest()[:24]
+
+
+def _load(path: str) -> NormTables | None:
+    """The tables saved at ``path``; None when missing or unreadable (then rebuilt)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {name: f[name] for name in NormTables._fields}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    if len(arrays["cls"]) != N_CODE_POINTS or len(arrays["out_off"]) != N_CODE_POINTS + 1:
+        return None
+    return NormTables(**{**arrays, "max_tokens": int(arrays["max_tokens"])})
+
+
+def _save(tables: NormTables, path: str) -> None:
+    """Write ``tables`` to ``path`` atomically; a cache that cannot be written is skipped."""
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **tables._asdict())
+        os.replace(tmp, path)  # readers see the old name or a whole file, never a part
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
 def _build() -> NormTables:
     seconds, keys = _composition_pairs()
     n = N_CODE_POINTS
