@@ -45,13 +45,15 @@ from curator_dask import _text_kernels as K
 from curator_dask._backend import frame_module
 
 #: The characters for which Python's ``str.isspace()`` is True, as a regex class body.
-WHITESPACE = (
-    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+#: Control characters are escapes (``\\t``, ``\\x0b``), never literal: libcudf's regex
+#: parser accepts only the escapes it documents and stops at a literal NUL.
+WHITESPACE = r"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85" + (
+    "\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 #: Every whitespace character, as a plain string (for ``str.strip``).
 WHITESPACE_CHARS = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
 #: Whitespace without the line feed (horizontal whitespace and other separators).
-HSPACE = WHITESPACE.replace("\n", "")
+HSPACE = WHITESPACE.replace(r"\n", "")
 #: One whitespace character.
 WS = f"[{WHITESPACE}]"
 #: A word: a maximal run of non-whitespace characters.
@@ -85,6 +87,17 @@ _CLASSES = {
 def is_cudf(obj: Any) -> bool:
     """True for cudf objects."""
     return type(obj).__module__.split(".")[0] == "cudf"
+
+
+def ascii_nocase(word: str) -> str:
+    """Return a regex matching ``word`` with any ASCII letter in either case.
+
+    libcudf's regex engine has no ``(?i)``; each letter becomes a two-letter class.
+
+    >>> ascii_nocase("Edit 2")
+    '[eE][dD][iI][tT] 2'
+    """
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else c for c in word)
 
 
 def char_class(text: Any, name: str) -> str:

@@ -168,7 +168,10 @@ class AlphaFilter(Filter):
 
 
 _TAG = r"<[^<>]*>"
-_SCRIPT = r"(?is)<(script|style)\b[^>]*>.*?</(?:script|style)\s*>"
+# ASCII case folding by classes and "any character" as [\s\S]: libcudf's regex engine has
+# no inline flags (``(?is)``) and cudf's ``str.replace`` takes no ``flags``.
+_SCRIPT_OR_STYLE = f"(?:{S.ascii_nocase('script')}|{S.ascii_nocase('style')})"
+_SCRIPT = rf"<{_SCRIPT_OR_STYLE}\b[^>]*>[\s\S]*?</{_SCRIPT_OR_STYLE}\s*>"
 
 
 @dataclass(kw_only=True)

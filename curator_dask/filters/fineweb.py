@@ -64,7 +64,7 @@ class FineWebQualityFilter(RuleSetFilter):
             line_punct_ratio=S.ratio(S.per_doc(rows, "punct", "sum", n), lines),
             short_line_ratio=S.ratio(S.per_doc(rows, "short", "sum", n), lines),
             duplicate_line_char_ratio=1.0 - _unique_fraction(rows, n, by_char=True),
-            newline_to_word_ratio=S.ratio(S.count(t, "\n"), S.count(t, S.WORD)),
+            newline_to_word_ratio=S.ratio(S.count(t, r"\n"), S.count(t, S.WORD)),
         )
         return S.restore_index(frame, text.index)
 

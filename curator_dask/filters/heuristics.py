@@ -56,12 +56,12 @@ WORD_PUNCTUATION = (
 #: by whitespace (Markdown lists). Our own list.
 BULLETS = S.BULLET_CHARS
 
-_BULLET_LINE = f"^(?:[{BULLETS}]|[-*+](?:{S.WS}|$))"
+_BULLET_LINE = f"^(?:[{BULLETS}]|[\\-*+](?:{S.WS}|$))"
 _END_MARK_LINE = f"[{S.END_MARKS}]$"
 _ELLIPSIS_LINE = r"(?:\.\.\.|…)$"
 _SYMBOLS = r"#|\.\.\.|…"
 _URL = f"(?:https?|ftp)://[^{S.WHITESPACE}]+|www\\.[^{S.WHITESPACE}]+"
-_PARENTHESES = r"[()\[\]]"
+_PARENTHESES = r"[()[\]]"
 #: Languages whose words :class:`WordCountFilter` counts per character.
 CJK_LANGS = ("zh", "ja")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"

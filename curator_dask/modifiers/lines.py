@@ -88,7 +88,15 @@ class C4LineModifier(Modifier):
 
 #: Wikipedia-style citation and edit markers: ``[1]``, ``[12, 13]``, ``[a]``,
 #: ``[citation needed]``, ``[edit]`` (case-insensitive for the words).
-CITATION_PATTERN = r"\[(?:\d+(?: *[," + "\u2013" + r"-] *\d+)*|[a-z]|(?i:citation needed|edit))\]"
+CITATION_PATTERN = (
+    r"\[(?:\d+(?: *[,"
+    + "\u2013"
+    + r"\-] *\d+)*|[a-z]|"
+    + S.ascii_nocase("citation needed")
+    + "|"
+    + S.ascii_nocase("edit")
+    + r")\]"
+)
 
 
 @dataclass

@@ -57,7 +57,7 @@ class UnicodeNormalizer(Modifier):
 
     def modify(self, text: Any) -> Any:
         t = _as_strings(text)
-        todo = t.str.contains("[^\x00-\x7f]").fillna(False).astype(bool)
+        todo = t.str.contains(_NON_ASCII).fillna(False).astype(bool)
         if not bool(todo.any()):
             return t
         subset = to_pandas(t[todo])
@@ -78,11 +78,14 @@ def _patch(text: Any, todo: Any, index: Any, values: list[str]) -> Any:
     return text.where(~todo, patch)
 
 
+# Patterns are written with escapes, never literal control characters: libcudf's regex
+# parser reads a pattern up to its first NUL, and escapes say what is matched.
+_NON_ASCII = r"[^\x00-\x7f]"
 # Line breaks other than "\n" (Windows, old Mac, Unicode line/paragraph separators, form
 # feed, vertical tab, NEL, file/group/record separators) become "\n".
-_LINE_BREAKS = "\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]"
+_LINE_BREAKS = r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85" + "\u2028\u2029]"
 # Control characters other than "\t" and "\n" (C0, DEL, C1) are removed.
-_CONTROLS = "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]"
+_CONTROLS = r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]"
 # Unicode space separators become an ASCII space.
 _SPACES = "[\xa0\u1680\u2000-\u200a\u202f\u205f\u3000]"
 
@@ -127,10 +130,10 @@ class WhitespaceNormalizer(Modifier):
         t = t.str.replace(_LINE_BREAKS, "\n", regex=True)
         t = t.str.replace(_CONTROLS, "", regex=True)
         t = t.str.replace(_SPACES, " ", regex=True)
-        t = _replace_with_backrefs(t, "([^ \t\n])[ \t]{2,}", "\\1 ")
-        t = t.str.replace("[ \t]+\n", "\n", regex=True)
+        t = _replace_with_backrefs(t, r"([^ \t\n])[ \t]{2,}", "\\1 ")
+        t = t.str.replace(r"[ \t]+\n", "\n", regex=True)
         k = self.max_consecutive_newlines
-        t = t.str.replace(f"\n{{{k + 1},}}", "\n" * k, regex=True)
+        t = t.str.replace(rf"\n{{{k + 1},}}", "\n" * k, regex=True)
         return t.str.strip()
 
 
@@ -187,7 +190,7 @@ class MojibakeFixer(Modifier):
 
         t = _as_strings(text)
         if self.encoding_only:
-            todo = t.str.contains("[^\x00-\x7f]").fillna(False).astype(bool)
+            todo = t.str.contains(_NON_ASCII).fillna(False).astype(bool)
         else:
             todo = t.notna()
         if not bool(todo.any()):
