@@ -758,6 +758,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise RunInterrupted(run.pipeline.writer) from None
     print(result.summary())
+    from curator_dask.errors import check_quarantine_share
+
+    where = run.pipeline.writer.layout.quarantine_dir
+    with dask.config.set(run.dask_config):  # the file's config says the share too
+        check_quarantine_share(result.read, result.quarantined, where, result)
     return 0
 
 
@@ -896,7 +901,7 @@ def describe_error(err: BaseException) -> tuple[int, str]:
 
     name = type(err).__name__
     msg = _one_line(err)
-    if isinstance(err, ConfigError):
+    if isinstance(err, ConfigError) or name == "ColumnError":
         return 2, f"curator-dask: error: {msg}"
     if isinstance(err, ClusterConnectError):
         return 1, f"curator-dask: error: {msg}"
@@ -927,7 +932,12 @@ def describe_error(err: BaseException) -> tuple[int, str]:
             "curator-dask: free space or write elsewhere; with mode: resume a rerun keeps "
             "the finished partitions"
         )
-    known = ("AccountingError", "MalformedInputError", "TruncatedInputError")
+    known = (
+        "AccountingError",
+        "MalformedInputError",
+        "TruncatedInputError",
+        "QuarantineShareError",
+    )
     if name in known or isinstance(err, (OSError, MemoryError)):
         return 1, f"curator-dask: error: {msg}"
     return 1, (

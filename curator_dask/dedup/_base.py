@@ -33,6 +33,7 @@ from dask.callbacks import Callback
 from fsspec.core import url_to_fs
 
 from curator_dask import config
+from curator_dask.errors import check_columns
 from curator_dask.io.layout import RunLayout
 from curator_dask.io.layout import join as join  # io's path rules, for the workflows
 from curator_dask.io.layout import resolve_path as resolve_path
@@ -372,9 +373,19 @@ class DedupInput:
         )
         return self._reader
 
+    def check_columns(self) -> None:
+        """Raise :class:`~curator_dask.errors.ColumnError` when the input lacks the text or id
+        column (a named id column; the default ``"id"`` may be absent in files)."""
+        if self.df is not None:
+            check_columns(list(self.df.columns), "the dataframe", self.text_column, self.id_column)
+        else:
+            self.reader().check_columns()
+
     def frame(self) -> Any:
         """The input as a lazy dask frame (built once)."""
         if self._frame is None:
+            if self.df is not None:
+                self.check_columns()
             self._frame = self.df if self.df is not None else self.reader().to_dask()
         return self._frame
 

@@ -168,14 +168,18 @@ def _run(
     module, name = workflow.split(":")
     cls = getattr(importlib.import_module(module), name)
     options = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
+    from curator_dask.dedup._base import DedupInput
+    from curator_dask.errors import check_quarantine_share
+
+    # listed without a cluster: a wrong column fails before one starts
+    inp = DedupInput.of(cls(input_path=args.input, **options))
+    inp.check_columns()
 
     def input_bytes() -> float | None:
-        # the input's estimated size, listed without a cluster: a small one runs on threads
-        from curator_dask.dedup._base import DedupInput
+        # the input's estimated size: a small one runs on threads
         from curator_dask.executor.dask_executor import input_bytes as estimate
 
-        workflow = cls(input_path=args.input, **options)
-        return estimate(DedupInput.of(workflow).reader())
+        return estimate(inp.reader())
 
     with client_from_args(args, input_bytes=input_bytes) as client:
         result = cls(input_path=args.input, client=client, **options).run()  # type: ignore[call-arg]
@@ -186,4 +190,7 @@ def _run(
     )
     print(f"removed ids: {result.paths['removed_ids']}")
     print(json.dumps({"seconds": result.seconds}))
+    read = result.documents + result.quarantined
+    where = result.paths.get("quarantine", args.output_path)
+    check_quarantine_share(read, result.quarantined, where)
     return 0

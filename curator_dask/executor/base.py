@@ -180,6 +180,7 @@ def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
     layout = pipeline.writer.layout
     layout.check_not_overlapping(pipeline.reader.input_locations())  # before any file is touched
     specs = sorted(pipeline.reader.partitions(), key=lambda s: s.index)
+    pipeline.reader.check_columns(specs)  # a wrong column name fails here, before any work
     if pipeline.writer.per_input_file:
         sources = [pipeline.reader.source_name(s) for s in specs]
         if any(n is None for n in sources) or len(set(sources)) != len(sources):

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import _backend, config
+from curator_dask.errors import check_columns
 from curator_dask.io._files import (
     FileInfo,
     basename,
@@ -597,9 +598,26 @@ class FileReader(Reader):
         self._resolved_blocksize = bs
         return bs
 
+    def check_columns(self, specs: list[PartitionSpec] | None = None) -> None:
+        """Raise :class:`~curator_dask.errors.ColumnError` when the first readable file
+        (:meth:`input_columns`) lacks the text column, or a named id column."""
+        found = self.input_columns(self.partitions() if specs is None else specs)
+        if found is None:
+            return
+        path, names = found
+        ident = None if self.id_column == "id" else self.id_column
+        check_columns(names, path, self.text_column, ident)
+
+    def input_columns(self, specs: list[PartitionSpec]) -> tuple[str, list[str]] | None:
+        """``(file, its columns)`` of the first file that has records, from its metadata or
+        first records; None when unknown (the default: nothing is checked)."""
+        return None
+
     def to_dask(self) -> Any:
         """Return a lazy dask dataframe with one partition per :meth:`partitions` entry.
 
+        Raises :class:`~curator_dask.errors.ColumnError` now if the input lacks the text
+        column (:meth:`check_columns`).
         Nothing is read now except the start of the first file (for ``meta``). When a
         partition is computed, its quarantined records are written to
         ``<quarantine_path>/part-<index:05d>.jsonl`` (overwritten by recomputes) and a
@@ -608,6 +626,7 @@ class FileReader(Reader):
         import dask.dataframe as dd
 
         specs = self.partitions()
+        self.check_columns(specs)
         meta = self.meta(specs)
         task = _ReadTask(
             self,

@@ -100,6 +100,11 @@ class Reader:
         """Estimated in-memory bytes of partition ``spec`` once read, or None if unknown."""
         return None
 
+    def check_columns(self, specs: list[PartitionSpec] | None = None) -> None:
+        """Raise :class:`~curator_dask.errors.ColumnError` if the input lacks the text column,
+        or an id column other than the default ``"id"`` (which may be absent: ids are then
+        generated). Called on the client before any work; default: nothing is checked."""
+
     @property
     def partition_bytes(self) -> int | None:
         """The target size in bytes this reader cuts its input by (a blocksize), or None."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from dask.base import tokenize
 
+from curator_dask.errors import check_columns
 from curator_dask.io.base import PartitionSpec, Reader, ReadResult, empty_quarantine
 
 
@@ -40,11 +41,7 @@ class DataFrameReader(Reader):
     id_column: str = "id"
 
     def __post_init__(self) -> None:
-        if self.text_column not in self.df.columns:
-            raise ValueError(
-                f"DataFrameReader: the frame has no text column {self.text_column!r} "
-                f"(columns: {list(self.df.columns)})"
-            )
+        check_columns(list(self.df.columns), "the dataframe", self.text_column)
 
     def partitions(self) -> list[PartitionSpec]:
         """One partition per partition of ``df`` (its graph culled to that partition)."""

@@ -582,6 +582,22 @@ class JsonlReader(FileReader):
                     return part.iloc[:0]
         return empty_frame(self.id_column, self.text_column, self.add_filename)
 
+    def input_columns(self, specs: list[PartitionSpec]) -> tuple[str, list[str]] | None:
+        """The fields of the first JSON objects (up to 1,000 lines) of the first files."""
+        for spec in specs[:8]:
+            for path in spec.paths[:1]:
+                names: dict[str, None] = {}
+                for line in self._head(path).splitlines()[:1000]:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict):
+                        names.update(dict.fromkeys(record))
+                if names:
+                    return path, list(names)
+        return None
+
     def _head(self, path: str, nbytes: int = 1 << 20) -> bytes:
         """The first whole lines (about ``nbytes``) of a file, decompressed."""
         fs, fpath = get_fs(path, self.storage_options)

@@ -195,6 +195,17 @@ class ParquetReader(FileReader):
             return np.zeros(table.num_rows, dtype=bool)
         return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
 
+    def input_columns(self, specs: list[PartitionSpec]) -> tuple[str, list[str]] | None:
+        """The columns in the schema of the first readable file."""
+        for path in [p for spec in specs for p in spec.paths][:8]:
+            fs, fpath = get_fs(path, self.storage_options)
+            try:
+                with fs.open(fpath, "rb") as fh:
+                    return path, list(pq.ParquetFile(fh).schema_arrow.names)
+            except (pa.ArrowInvalid, EOFError):
+                continue  # an unreadable file: read_file quarantines it
+        return None
+
     def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
         schema = None
         for path in [p for spec in specs for p in spec.paths][:8]:

@@ -1,0 +1,154 @@
+"""A user's mistakes fail fast: a wrong column name is an error before any work (exit 2, the
+columns found named), and a run that quarantines what it read does not pass for a success.
+
+The command-line cases run ``curator-dask`` as a subprocess, as a user does. A scheduler
+address where nothing listens shows that no cluster was asked for: had the command tried,
+it would fail on the connection (exit 1), not on the column (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from _audit import cli
+
+from curator_dask.errors import ColumnError
+
+
+def _docs(folder: Path, n: int = 12, bad: int = 0) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"id": f"d{i}", "text": f"words {i}", "url": "u"}) for i in range(n)]
+    lines += [json.dumps({"id": f"b{i}", "text": i}) for i in range(bad)]
+    (folder / "a.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+def _nowhere() -> list[str]:
+    return ["--scheduler-address", _closed_port(), "--connect-timeout", "1s"]
+
+
+def _column_error(proc: Any, *needles: str) -> None:
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("curator-dask:")]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "extra"),
+    [
+        ("exact-dedup", []),
+        ("fuzzy-dedup", ["--cache-dir", "cache"]),
+        ("semantic-dedup", ["--cache-dir", "cache"]),
+    ],
+)
+@pytest.mark.parametrize(
+    ("flag", "kind"), [("--text-column", "text column 'content'"), ("--id-column", "id column")]
+)
+def test_dedup_wrong_column_exits_2_before_a_cluster(
+    tmp_path: Path, command: str, extra: list[str], flag: str, kind: str
+) -> None:
+    _docs(tmp_path / "data")
+    args = [command, "data", "--output", "out", *extra, flag, "content", *_nowhere()]
+    proc = cli(args, cwd=tmp_path)
+    _column_error(proc, kind, "columns found: id, text, url", "a.jsonl")
+    assert not (tmp_path / "out").exists()
+
+
+def test_pipeline_file_wrong_column_exits_2_before_a_cluster(tmp_path: Path) -> None:
+    _docs(tmp_path / "data")
+    spec = {
+        "reader": {"class": "JsonlReader", "params": {"paths": "data", "text_column": "content"}},
+        "stages": ["WordCountFilter"],
+        "writer": {"class": "JsonlWriter", "params": {"path": "out"}},
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    proc = cli(["run", "p.yaml", *_nowhere()], cwd=tmp_path)
+    _column_error(proc, "text column 'content'", "columns found: id, text, url")
+    assert not (tmp_path / "out").exists()
+
+
+def test_library_wrong_columns_raise_before_any_work(tmp_path: Path) -> None:
+    from curator_dask import Pipeline
+    from curator_dask.dedup import ExactDeduplicationWorkflow
+    from curator_dask.executor import SequentialExecutor
+    from curator_dask.io import JsonlReader, JsonlWriter, ParquetReader, read_jsonl, read_parquet
+
+    data = _docs(tmp_path / "data")
+    pq_dir = tmp_path / "pq"
+    pq_dir.mkdir()
+    pd.read_json(data / "a.jsonl", lines=True).to_parquet(pq_dir / "a.parquet")
+    with pytest.raises(ColumnError, match=r"text column 'content'.*columns found: id, text, url"):
+        read_jsonl(str(data), text_column="content")
+    with pytest.raises(ColumnError, match=r"text column 'content'.*columns found: id, text, url"):
+        read_parquet(str(pq_dir), text_column="content")
+    with pytest.raises(ColumnError, match=r"id column 'doc'.*columns found: id, text, url"):
+        ParquetReader(str(pq_dir), id_column="doc").check_columns()
+    # the default id column may be absent (ids are generated), a named one may not
+    JsonlReader(str(data), id_column="id").check_columns()
+    pipeline = Pipeline("p")
+    pipeline.add_stage(JsonlReader(str(data), text_column="content"))
+    pipeline.add_stage(JsonlWriter(str(tmp_path / "out")))
+    with pytest.raises(ColumnError, match="columns found"):
+        pipeline.run(SequentialExecutor())
+    assert not (tmp_path / "out").exists()
+    flow = ExactDeduplicationWorkflow(
+        input_path=str(data), output_path=str(tmp_path / "e"), id_column="doc"
+    )
+    with pytest.raises(ColumnError, match=r"id column 'doc'"):
+        flow.run()
+
+
+def test_right_columns_still_run(tmp_path: Path) -> None:
+    _docs(tmp_path / "data", n=12, bad=3)
+    proc = cli(["exact-dedup", "data", "--output", "out", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("command", ["exact-dedup", "run"])
+def test_all_quarantined_exits_1(tmp_path: Path, command: str) -> None:
+    _docs(tmp_path / "data", n=0, bad=4)
+    if command == "run":
+        spec = {
+            "reader": {"class": "JsonlReader", "params": {"paths": "data"}},
+            "writer": {"class": "JsonlWriter", "params": {"path": "out"}},
+        }
+        (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+        args = ["run", "p.yaml", "--sequential"]
+    else:
+        args = ["exact-dedup", "data", "--output", "out"]
+    proc = cli(args, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "4 of the 4 records read were quarantined" in last, proc.stderr
+    assert "max-quarantined-fraction" in last
+    assert "_quarantine" in last
+
+
+def test_quarantine_share_is_configurable(tmp_path: Path) -> None:
+    _docs(tmp_path / "data", n=3, bad=3)
+    spec: dict[str, Any] = {
+        "reader": {"class": "JsonlReader", "params": {"paths": "data"}},
+        "writer": {"class": "JsonlWriter", "params": {"path": "out"}},
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    assert cli(["run", "p.yaml", "--sequential", "-q"], cwd=tmp_path).returncode == 0
+    spec["config"] = {"curator.io.max-quarantined-fraction": 0.5}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    proc = cli(["run", "p.yaml", "--sequential", "-q"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "3 of the 6 records read were quarantined (50%" in proc.stderr
