@@ -90,6 +90,13 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         help="start a local CUDA cluster (one worker per GPU, RMM pool)",
     )
     g.add_argument(
+        "--dashboard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve dask's dashboard from the local cluster (default: "
+        "curator.cluster.dashboard, off)",
+    )
+    g.add_argument(
         "--connect-timeout",
         metavar="TIME",
         help="give up on a scheduler that does not answer, or has no workers, after this "
@@ -117,7 +124,7 @@ def cluster_config_from_args(
     elif getattr(args, "gpu", False):
         changes["kind"] = "gpu"
     names = ("n_workers", "threads_per_worker", "memory_limit", "local_directory")
-    for name in (*names, "connect_timeout"):
+    for name in (*names, "connect_timeout", "dashboard"):
         value = getattr(args, name, None)
         if value is not None:
             changes[name] = value

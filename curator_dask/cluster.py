@@ -73,7 +73,13 @@ class ClusterConfig:
     host : str
         Interface local clusters listen on; ``127.0.0.1`` keeps them private.
     dashboard_address : str, optional
-        Where the scheduler dashboard listens; None disables it.
+        Where the scheduler's HTTP server listens (``/metrics``, ``/health`` and, with
+        ``dashboard``, the dashboard's pages); None: distributed's default (port 8787 on
+        every interface).
+    dashboard : bool
+        Serve dask's dashboard (bokeh) from local clusters. Off by default
+        (``curator.cluster.dashboard``, ``--dashboard`` on the command line): loading bokeh
+        costs a run about 0.7 CPU-s and 20 MB, what a small input takes in all.
     processes : bool or "auto"
         Local CPU clusters: worker processes (default) or threads in this process.
         ``"auto"`` (what ``curator.cluster.processes`` asks for, so the command line and a
@@ -126,6 +132,7 @@ class ClusterConfig:
     scheduler_file: str | None = None
     host: str = "127.0.0.1"
     dashboard_address: str | None = "127.0.0.1:0"
+    dashboard: bool = False
     processes: bool | str = True
     threads_below: str | int | None = "64MiB"
     rmm_pool_size: str | float | None = None
@@ -355,6 +362,7 @@ def _cpu_cluster(config: ClusterConfig) -> Any:
         processes=processes,
         memory_limit=config.memory_limit,
         dashboard_address=config.dashboard_address,
+        scheduler_kwargs={"dashboard": bool(config.dashboard)},
         security=security,
         resources={"CPU": threads},
         **network,
@@ -387,6 +395,7 @@ def _gpu_cluster(config: ClusterConfig) -> Any:
         memory_limit=config.memory_limit,
         host=config.host,
         dashboard_address=config.dashboard_address,
+        scheduler_kwargs={"dashboard": bool(config.dashboard)},
         security=security,
         protocol="tls://" if security is not None else None,
         rmm_pool_size=config.rmm_pool_size,
@@ -396,6 +405,21 @@ def _gpu_cluster(config: ClusterConfig) -> Any:
         **kw,
         **config.worker_kwargs(),
     )
+
+
+def dashboard_link(client: Any) -> str | None:
+    """The link to ``client``'s dashboard; None when there is none to open.
+
+    A local cluster started without ``dashboard`` serves no dashboard pages (its scheduler
+    runs in this process, so that is known); a scheduler elsewhere is taken to serve them.
+    """
+    if client is None:
+        return None
+    scheduler = getattr(getattr(client, "cluster", None), "scheduler", None)
+    http = getattr(scheduler, "http_application", None)
+    if http is not None and not getattr(http, "applications", True):
+        return None  # the HTTP server has no bokeh application: no pages at the link
+    return getattr(client, "dashboard_link", None)
 
 
 class ClusterConnectError(ConnectionError):

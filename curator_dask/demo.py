@@ -238,8 +238,12 @@ def register(
     add_cluster_args(p)
 
     def _run(args: argparse.Namespace) -> int:
+        from curator_dask.cluster import dashboard_link
+
         with client_from_args(args) as client:
-            print(f"dashboard: {getattr(client, 'dashboard_link', None)}")
+            link = dashboard_link(client)
+            if link:
+                print(f"dashboard: {link}")
             run_demo(args.output, client=client, blocksize=args.blocksize)
         return 0
 

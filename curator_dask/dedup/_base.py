@@ -477,7 +477,9 @@ class Reporter:
 
     def start(self) -> None:
         """Announce the run (with the dashboard link of a distributed client)."""
-        link = getattr(self.client, "dashboard_link", None) if self.client is not None else None
+        from curator_dask.cluster import dashboard_link
+
+        link = dashboard_link(self.client)
         self.say(f"started{f'; dashboard {link}' if link else ''}")
 
     @contextlib.contextmanager

@@ -10,7 +10,13 @@ from typing import Any
 from dask.utils import format_bytes
 
 from curator_dask import config as _config
-from curator_dask.cluster import ClusterConfig, ClusterConnectError, get_client, worker_hosts
+from curator_dask.cluster import (
+    ClusterConfig,
+    ClusterConnectError,
+    dashboard_link,
+    get_client,
+    worker_hosts,
+)
 from curator_dask.executor import _hooks, _tasks
 from curator_dask.executor._oom import PartitionMemoryError
 from curator_dask.executor._progress import Progress
@@ -249,8 +255,9 @@ class DaskExecutor(Executor):
     @contextlib.contextmanager
     def _session(self, plan: RunPlan) -> Iterator[Any]:
         with self._client(plan) as client:
-            if self._progress_enabled() and getattr(client, "dashboard_link", None):
-                Progress(plan.pipeline.name, 0).message(f"dashboard: {client.dashboard_link}")
+            link = dashboard_link(client)
+            if self._progress_enabled() and link:
+                Progress(plan.pipeline.name, 0).message(f"dashboard: {link}")
             self._setup_on_nodes(client, plan)
             check_partition_sizes(client, plan)
             _hooks.run_start(client, plan.layout.meta_dir)
