@@ -43,6 +43,8 @@ class PipelineResult:
     split_partitions: list[int] = field(default_factory=list)
     #: Constructor parameters of the reader, each stage and the writer, by stage name.
     parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The folder of the quarantined records (each names its file and the reason).
+    quarantine_path: str | None = None
 
     @classmethod
     def from_records(
@@ -157,6 +159,12 @@ class PipelineResult:
                 "were recomputed in pieces"
             )
         lines.append(f"output: {self.output_path}")
+        if self.quarantined and self.quarantine_path:
+            # a corrupt compressed file or a bad line: say where its records went
+            lines.append(
+                f"quarantine: {self.quarantine_path} ({self.quarantined:,} record(s), "
+                "each with its file and reason)"
+            )
         if self.stats_path:
             lines.append(f"stats:  {self.stats_path}")
         return "\n".join(lines)

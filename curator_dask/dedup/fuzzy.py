@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import dask
+import dask.dataframe
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -609,9 +610,9 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         )
         shingles = sig["n_shingles"]
         n_docs, mean_shingles = dask.compute(shingles.count(), shingles.mean())
-        total = 2 * edge_rows * 24 + min(2 * edge_rows, int(n_docs)) * (
-            8 * float(mean_shingles or 0.0) + 64
-        )
+        # no signature at all (every record quarantined): the mean of nothing is NaN
+        mean_shingles = float(mean_shingles) if int(n_docs) else 0.0
+        total = 2 * edge_rows * 24 + min(2 * edge_rows, int(n_docs)) * (8 * mean_shingles + 64)
         _, memory, threads = config.worker_resources(self.client)
         return partitions_for(total, memory, threads)
 
@@ -796,10 +797,15 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         with r.step("lsh"):
             group_dirs = self.compute_lsh(num_docs)
         with r.step("verify" if self.false_positive_check else "edges"):
-            edges, comp_dir = self._edges(group_dirs)
+            if num_docs:
+                edges, comp_dir = self._edges(group_dirs)
+            else:  # nothing read (every record quarantined): no candidate, no group
+                comp_dir = run.steps.dir("components", "none")
         with r.step("components"):
             labels_dir = join(comp_dir, "labels")
-            if not run.steps.is_done(comp_dir):
+            if not num_docs:
+                labels = dask.dataframe.from_pandas(_LABELS_META, npartitions=1)
+            elif not run.steps.is_done(comp_dir):
                 labels = connected_components(
                     edges,
                     join(comp_dir, "work"),
@@ -811,7 +817,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 write_frame(labels, labels_dir, r, "labels", so)
                 remove_tree(join(comp_dir, "work"), so)
                 run.steps.mark_done(comp_dir)
-            labels = read_parquet_dir(labels_dir, so, _LABELS_META)
+            if num_docs:
+                labels = read_parquet_dir(labels_dir, so, _LABELS_META)
         b, rows = self.bands()
         details = {
             "band_shape": f"{b}x{rows}",

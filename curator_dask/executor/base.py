@@ -358,6 +358,7 @@ class Executor:
             )
         }
         result.metadata_path = plan.layout.meta_dir
+        result.quarantine_path = plan.layout.quarantine_dir
         result.stats_path = plan.layout.write_bytes(
             plan.layout.stats_path, result.to_json().encode("utf-8")
         )

@@ -205,10 +205,15 @@ class TruncatedInputError(OSError):
 
 
 #: Bytes fed to a decompressor at a time; after an error the unit is decoded again in
-#: steps of ``_RECOVERY_STEP`` so that what came before the error is not lost with the call
-#: that raised it.
+#: steps of ``_RECOVERY_STEP`` to find the step that fails, and once more with that step fed
+#: one byte at a time, so that nothing the decoder hands out before the error is lost with
+#: the call that raised it (a gzip checksum fails after the member's last data byte).
 _STEP = 1 << 20
 _RECOVERY_STEP = 512
+
+#: Bytes that follow the last data of a member/frame/stream (checksums, sizes): a corrupt
+#: stream that stops within them has handed out all its data.
+_TRAILER = {"gzip": 8, "zstd": 4, "bz2": 10, "xz": 0}
 
 
 def _decompressor(kind: str) -> Any:
@@ -233,7 +238,9 @@ class Decompressed:
     known to be the original bytes: the whole of ``data`` unless the stream was corrupt, in
     which case it ends where the last integrity check passed. ``problem`` says what was
     wrong (None: nothing), ``stopped_at`` is the compressed byte offset where decoding
-    stopped (within 512 bytes) and ``size`` the compressed size.
+    stopped and ``size`` the compressed size. ``trailer`` is the size of the format's
+    checksum trailer: a stream that stopped no more than that before its end handed out
+    all its data (its checksum failed).
     """
 
     data: bytes
@@ -241,27 +248,35 @@ class Decompressed:
     problem: str | None = None
     stopped_at: int = 0
     size: int = 0
+    trailer: int = 0
 
 
-def _is_codec_error(err: BaseException) -> bool:
+def is_codec_error(err: BaseException) -> bool:
+    """True for the errors a decompressor raises on bad data (zstd's is no OSError)."""
     if isinstance(err, (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError)):
         return True
     return type(err).__name__ == "ZstdError"  # zstandard's error derives from Exception
 
 
 def _decode_unit(
-    kind: str, data: memoryview, step: int
+    kind: str, data: memoryview, step: int, bytewise_from: int | None = None
 ) -> tuple[Any, list[bytes], int, BaseException | None]:
-    """Decode one member/frame/stream: (decoder, output chunks, bytes fed, error or None)."""
+    """Decode one member/frame/stream: (decoder, output chunks, bytes fed, error or None).
+
+    From ``bytewise_from`` on, the data is fed one byte at a time.
+    """
     d = _decompressor(kind)
     out: list[bytes] = []
     pos = 0
     try:
         while pos < len(data) and not d.eof:
-            out.append(d.decompress(data[pos : pos + step]))
-            pos = min(pos + step, len(data))
+            end = pos + step
+            if bytewise_from is not None:
+                end = min(end, bytewise_from) if pos < bytewise_from else pos + 1
+            out.append(d.decompress(data[pos:end]))
+            pos = min(end, len(data))
     except Exception as err:
-        if not _is_codec_error(err):
+        if not is_codec_error(err):
             raise
         return d, out, pos, err
     return d, out, pos, None
@@ -286,18 +301,22 @@ def decompress(data: bytes, kind: str, path: str) -> Decompressed:
         d, out, pos, err = _decode_unit(kind, rest, _STEP)
         if err is not None:
             d, out, pos, err2 = _decode_unit(kind, rest, _RECOVERY_STEP)
+            # bz2 releases a block only after its CRC matched, and a step's output is lost
+            # with its error; the other formats stream data out before the check at the end
+            # of their member/frame/block.
+            intact = sum(map(len, out)) if kind == "bz2" else 0
+            if err2 is not None:
+                d, out, pos, err2 = _decode_unit(kind, rest, _STEP, bytewise_from=pos)
             err = err2 or err
             decoded = b"".join(out)
-            # bz2 releases a block only after its CRC matched; the other formats stream
-            # data out before the check at the end of their member/frame/block.
-            intact = len(decoded) if kind == "bz2" else 0
             where = base + pos
             return Decompressed(
                 b"".join(done) + decoded,
                 done_len + intact,
-                f"corrupt {kind} data in {path} near compressed byte {where}: {err}",
+                f"corrupt {kind} data in {path} at compressed byte {where}: {err}",
                 where,
                 len(data),
+                _TRAILER[kind],
             )
         decoded = b"".join(out)
         if not d.eof:

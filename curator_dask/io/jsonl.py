@@ -41,6 +41,7 @@ from curator_dask.io._files import (
     compression_of,
     decompress,
     get_fs,
+    is_codec_error,
     read_range,
 )
 from curator_dask.io.base import PartitionSpec
@@ -524,8 +525,8 @@ class JsonlReader(FileReader):
 
         The whole lines of the intact prefix are parsed as usual. Whole lines decoded after
         it (a corrupt stream may have decoded them wrongly) are quarantined one row each,
-        and what could not be decoded at all is one more row, at the offset where decoding
-        stopped.
+        and what could not be decoded at all (a partial last line, compressed bytes beyond
+        the failing checksum) is one more row, at the offset where decoding stopped.
         """
         if dec.problem is not None and self.on_error == "raise":
             raise TruncatedInputError(dec.problem)
@@ -549,8 +550,9 @@ class JsonlReader(FileReader):
             line, pos = line + 1, nl + 1
         left = dec.size - dec.stopped_at
         tail = buf[pos:]
-        where = f"; {left} compressed bytes not decoded" if left else ""
-        bad.add(line, pos, f"{dec.problem} (unreadable tail{where})", tail)
+        if tail or left > dec.trailer:
+            where = f"; {left} compressed bytes not decoded" if left else ""
+            bad.add(line, pos, f"{dec.problem} (unreadable tail{where})", tail)
         return part, bad
 
     def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
@@ -616,8 +618,10 @@ class JsonlReader(FileReader):
                     chunks.append(chunk)
                     if not chunk or b"\n" in chunk:
                         break
-        except (OSError, EOFError, ValueError):
-            pass  # a broken file: read_partition reports it
+        except Exception as err:  # zstd and lzma errors are no OSError
+            if not is_codec_error(err):
+                raise
+            # a broken file: read_partition reports it (quarantine or an error naming it)
         head = b"".join(chunks)
         return head[: head.rfind(b"\n") + 1]
 
