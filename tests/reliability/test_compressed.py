@@ -103,9 +103,7 @@ def _check(
     assert len(doubt) >= min_doubt
     # every document a streaming decoder hands out unaltered is kept, filtered or a
     # quarantine row of its own
-    handed_out = set(_streamed(data, kind).splitlines()) & {
-        json.dumps(d).encode() for d in docs
-    }
+    handed_out = set(_streamed(data, kind).splitlines()) & {json.dumps(d).encode() for d in docs}
     rows = {q["raw"].encode() for q in doubt}
     lost = [
         i
