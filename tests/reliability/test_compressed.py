@@ -26,6 +26,13 @@ N = 600
 WORDS = ["river", "stone", "cloud", "amber", "north", "quiet", "lantern", "meadow"]
 
 
+@pytest.fixture(autouse=True)
+def _any_share_quarantined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corrupt file here may be all its command reads: the commands (subprocesses) must
+    not fail on ``curator.io.max-quarantined-fraction`` before the audit reads the files."""
+    monkeypatch.setenv("DASK_CURATOR__IO__MAX_QUARANTINED_FRACTION", "None")
+
+
 def _docs(seed: int = 0, n_docs: int = N) -> list[dict[str, str]]:
     docs = []
     for i in range(n_docs):
@@ -256,8 +263,12 @@ def test_every_line_decoded_before_a_corrupt_checksum_is_accounted_for(
         assert handed_out <= docs, f"{len(handed_out - docs)} decoded lines lost"
         assert read == len(texts) + len(quarantine)
 
-    # curator-dask run, a process cluster's worker reading the file
+    # curator-dask run; with the default share limit a file that is all corrupt fails it
     spec = {"paths": str(src)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("DASK_CURATOR__IO__MAX_QUARANTINED_FRACTION")
+        with pytest.raises(AssertionError, match=r"records read were quarantined \(100%"):
+            run_cli(spec, tmp_path / "limited")
     got = run_cli(spec, tmp_path / "cli")
     got.balanced()
     accounted([d["text"] for d in got.kept], got.quarantine, got.stats["read"])
