@@ -537,7 +537,9 @@ def get_client(
         Defaults to :meth:`ClusterConfig.from_dask_config` (``curator.cluster.*``).
     timeout : str or float, optional
         Connecting kinds: how long to wait for the scheduler file, the scheduler's answer
-        and its workers (``n_workers`` of them, else at least one); default
+        and its workers (``n_workers`` of them, else at least one); local kinds: how long
+        to wait for the workers the cluster starts (one that fails to start is reported
+        at once, with its exception, as :class:`ClusterConnectError`); default
         ``config.connect_timeout``, else ``curator.cluster.connect-timeout`` (30 s).
         Past it, :class:`ClusterConnectError` says what to check.
 
@@ -550,10 +552,21 @@ def get_client(
 
     config = config if config is not None else ClusterConfig.from_dask_config()
     if config.kind in ("cpu", "gpu"):
-        with _children_ignore_sigint():
-            cluster = make_cluster(config)
+        seconds = connect_timeout(config, timeout)
+        with _WorkerErrors() as errors:
+            try:
+                with _children_ignore_sigint():
+                    cluster = make_cluster(config)
+            except Exception as e:
+                raise ClusterConnectError(_start_failure(config, errors.cause(e))) from e
+            try:
+                client = Client(cluster)
+                _wait_for_local_workers(client, cluster, config, seconds, errors)
+            except BaseException:
+                _close_quietly(cluster)
+                raise
         try:
-            with Client(cluster) as client:
+            with client:
                 yield client
         finally:
             _close_quietly(cluster)
@@ -588,6 +601,89 @@ def get_client(
         yield client
     finally:
         client.close()
+
+
+class _WorkerErrors(logging.Handler):
+    """Collect the errors ``distributed`` logs while a local cluster's workers start.
+
+    A worker that fails to start (a preload or plugin that raises, e.g. ``import cudf``
+    on a machine whose numpy it does not support) is logged by its nanny, in this
+    process, with the exception; that exception is the cause a user needs to read.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def __enter__(self) -> _WorkerErrors:
+        logging.getLogger("distributed").addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("distributed").removeHandler(self)
+
+    def exception(self) -> BaseException | None:
+        """The first exception a nanny logged (a worker process that failed to start)."""
+        for record in self.records:
+            if record.name == "distributed.nanny" and record.exc_info and record.exc_info[1]:
+                return record.exc_info[1]
+        return None
+
+    def cause(self, err: BaseException | None = None) -> str | None:
+        """The first worker exception seen (or ``err``'s root cause), as one line."""
+        found = self.exception()
+        if found is None and err is not None:
+            found = err
+            while found.__cause__ is not None:
+                found = found.__cause__
+        if found is not None:
+            text = str(found).strip().splitlines()
+            return f"{type(found).__name__}: {text[0] if text else ''}".rstrip(": ")
+        if self.records:
+            return self.records[0].getMessage().strip().splitlines()[0]
+        return None
+
+
+def _start_failure(config: ClusterConfig, cause: str | None) -> str:
+    what = "dask-cuda" if config.kind == "gpu" else "local"
+    return (
+        f"the {what} cluster's workers failed to start: {cause or 'no error was logged'}; "
+        "fix that in the worker environment (see the log above)"
+    )
+
+
+def _wait_for_local_workers(
+    client: Any, cluster: Any, config: ClusterConfig, seconds: float, errors: _WorkerErrors
+) -> None:
+    """Wait until the workers the cluster was asked for are up, or say why they are not.
+
+    dask-cuda's ``LocalCUDACluster`` starts its workers after the constructor returns
+    (``scale`` then a background state correction), so a worker that fails to start
+    leaves a cluster with no workers and a run that waits for them forever.
+    """
+    want = len(getattr(cluster, "worker_spec", {}) or {})
+    if config.adaptive_minimum is not None or config.adaptive_maximum is not None:
+        want = min(want, config.adaptive_minimum or 0)
+    if want == 0:
+        return
+    deadline = time.monotonic() + seconds
+    while True:
+        have = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+        if have >= want:
+            return
+        failed = errors.exception() is not None
+        if failed or time.monotonic() > deadline:
+            cause = errors.cause() if failed else None
+            if cause is None:
+                seen = errors.cause()
+                cause = f"{have} of {want} worker(s) up after {seconds:g} s" + (
+                    f" (last error: {seen})" if seen else ""
+                )
+            raise ClusterConnectError(_start_failure(config, cause))
+        time.sleep(0.1)
 
 
 def connect(
