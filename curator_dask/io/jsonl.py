@@ -585,9 +585,15 @@ class JsonlReader(FileReader):
         return empty_frame(self.id_column, self.text_column, self.add_filename)
 
     def input_columns(self, specs: list[PartitionSpec]) -> tuple[str, list[str]] | None:
-        """The fields of the first JSON objects (up to 1,000 lines) of the first files."""
+        """The fields of the first JSON objects (up to 1,000 lines) of the first files.
+
+        Files are looked at in order until one has the text column (a first file of broken
+        records says nothing about the others); the fields of the first one with records
+        are returned when none has it.
+        """
+        first: tuple[str, list[str]] | None = None
         for spec in specs[:8]:
-            for path in spec.paths[:1]:
+            for path in spec.paths[:8]:
                 names: dict[str, None] = {}
                 for line in self._head(path).splitlines()[:1000]:
                     try:
@@ -596,9 +602,11 @@ class JsonlReader(FileReader):
                         continue
                     if isinstance(record, dict):
                         names.update(dict.fromkeys(record))
-                if names:
+                if self.text_column in names:
                     return path, list(names)
-        return None
+                if names and first is None:
+                    first = path, list(names)
+        return first
 
     def _head(self, path: str, nbytes: int = 1 << 20) -> bytes:
         """The first whole lines (about ``nbytes``) of a file, decompressed."""

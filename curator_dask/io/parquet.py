@@ -196,15 +196,20 @@ class ParquetReader(FileReader):
         return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
 
     def input_columns(self, specs: list[PartitionSpec]) -> tuple[str, list[str]] | None:
-        """The columns in the schema of the first readable file."""
+        """The columns in the schema of the first readable file that has the text column,
+        else of the first readable one (of up to 8 files)."""
+        first: tuple[str, list[str]] | None = None
         for path in [p for spec in specs for p in spec.paths][:8]:
             fs, fpath = get_fs(path, self.storage_options)
             try:
                 with fs.open(fpath, "rb") as fh:
-                    return path, list(pq.ParquetFile(fh).schema_arrow.names)
+                    names = list(pq.ParquetFile(fh).schema_arrow.names)
             except (pa.ArrowInvalid, EOFError):
                 continue  # an unreadable file: read_file quarantines it
-        return None
+            if self.text_column in names:
+                return path, names
+            first = first or (path, names)
+        return first
 
     def meta(self, specs: list[PartitionSpec]) -> pd.DataFrame:
         schema = None

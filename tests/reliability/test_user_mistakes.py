@@ -152,3 +152,23 @@ def test_quarantine_share_is_configurable(tmp_path: Path) -> None:
     proc = cli(["run", "p.yaml", "--sequential", "-q"], cwd=tmp_path)
     assert proc.returncode == 1
     assert "3 of the 6 records read were quarantined (50%" in proc.stderr
+
+
+def test_a_first_file_of_broken_records_is_not_a_wrong_column(tmp_path: Path) -> None:
+    """The columns are judged on the files that have the text column, when one of the first
+    files has it: a first file of broken records is quarantine, not a usage error."""
+    from curator_dask.io import ParquetReader, read_jsonl
+
+    src = _docs(tmp_path / "in")
+    (src / "0-broken.jsonl").write_text('{"id": "x", "text": \n{"id": "y"}\n')
+    from curator_dask.io import QuarantineWarning
+
+    df = read_jsonl(str(src), quarantine_path=str(tmp_path / "q"))
+    with pytest.warns(QuarantineWarning, match="2 bad record"):
+        kept = df.compute()
+    assert len(kept) == 12
+    pq_dir = tmp_path / "pq"
+    pq_dir.mkdir()
+    pd.DataFrame({"id": ["z"], "body": ["b"]}).to_parquet(pq_dir / "0.parquet")
+    pd.read_json(src / "a.jsonl", lines=True).to_parquet(pq_dir / "a.parquet")
+    ParquetReader(str(pq_dir)).check_columns()
