@@ -318,6 +318,9 @@ class DedupInput:
     storage_options: dict[str, Any] | None
     quarantine_path: str | None = None
     client: Any = field(default=None, repr=False)
+    # the column a frame input must have in place of the text (semantic dedup's given
+    # embeddings: the text is then never read)
+    content_column: str | None = None
     _reader: Any = field(default=None, init=False, repr=False)
     _frame: Any = field(default=None, init=False, repr=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
@@ -347,6 +350,7 @@ class DedupInput:
             getattr(workflow, "storage_options", None),
             quarantine_path,
             active_client(getattr(workflow, "client", None)),
+            getattr(workflow, "embedding_column", None),
         )
 
     def reader(self) -> Any:
@@ -377,7 +381,8 @@ class DedupInput:
         """Raise :class:`~curator_dask.errors.ColumnError` when the input lacks the text or id
         column (a named id column; the default ``"id"`` may be absent in files)."""
         if self.df is not None:
-            check_columns(list(self.df.columns), "the dataframe", self.text_column, self.id_column)
+            needed = self.content_column or self.text_column
+            check_columns(list(self.df.columns), "the dataframe", needed, self.id_column)
         else:
             self.reader().check_columns()
 

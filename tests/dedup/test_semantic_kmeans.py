@@ -192,3 +192,15 @@ def test_empty_partitions_and_empty_input(tmp_path):
         df=none[none["id"] == "absent"], embedding_column="emb", n_clusters=8,
     ).run()  # fmt: skip
     assert (res.documents, res.removed) == (0, 0)
+
+
+def test_a_frame_of_given_embeddings_needs_that_column_not_the_text(tmp_path):
+    """Given embeddings stand in for the text; a frame without them is refused before work."""
+    from curator_dask.errors import ColumnError
+
+    pdf = _frame(_vectors()).rename(columns={"emb": "vectors"})
+    with pytest.raises(ColumnError, match=r"'emb' not found.*columns found: id, vectors"):
+        SemanticDeduplicationWorkflow(
+            cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"),
+            df=dd.from_pandas(pdf, npartitions=2), embedding_column="emb", n_clusters=4,
+        ).run()  # fmt: skip
