@@ -235,7 +235,7 @@ def test_cudf_partitions_are_written_like_pandas(tmp_path: Path) -> None:
         cpu.begin()
         gpu.begin()
         a = cpu.write_partition(pdf, 0)
-        b = gpu.write_partition(cudf.DataFrame.from_pandas(pdf), 0)
+        b = gpu.write_partition(cudf.from_pandas(pdf), 0)
         assert a.rows == b.rows
         if cls is JsonlWriter:
             assert Path(a.path).read_bytes() == Path(b.path).read_bytes()
