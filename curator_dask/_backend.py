@@ -20,17 +20,59 @@ def backend_name() -> str:
     return str(dask.config.get("dataframe.backend", default="pandas"))
 
 
+#: The first numpy release the pinned RAPIDS (26.10) does not import with: numba-cuda
+#: calls ``np.row_stack``, removed in numpy 2.5. The gpu extras pin numpy below
+#: :data:`NUMPY_CEILING` (the core's tested range), and 2.3.5 is the release checked.
+RAPIDS_NUMPY_BREAKS = (2, 5)
+NUMPY_CEILING = "2.4"
+
+
+def _numpy_version() -> tuple[int, int]:
+    import numpy
+
+    major, minor = numpy.__version__.split(".")[:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+def import_rapids(name: str) -> ModuleType:
+    """Import a RAPIDS module (``cudf``, ``dask_cuda``...), or say in one line why not.
+
+    Missing: which extra installs it. Present but failing to import under a numpy the
+    release does not support (numba-cuda's ``np.row_stack`` with numpy >= 2.5): which
+    numpy to install, instead of numba's traceback.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] != name.split(".")[0]:
+            raise _numpy_error(name, err) or err from err
+        raise ImportError(
+            f"{name} is not installed: pip install 'curator_dask[gpu-cu13]' (CUDA 13 driver) "
+            "or 'curator_dask[gpu-cu12]' (CUDA 12); see docs/gpu.md"
+        ) from err
+    except Exception as err:
+        raise _numpy_error(name, err) or err from err
+
+
+def _numpy_error(name: str, err: BaseException) -> ImportError | None:
+    import numpy
+
+    if _numpy_version() < RAPIDS_NUMPY_BREAKS and "row_stack" not in str(err):
+        return None
+    return ImportError(
+        f"{name} cannot be imported with numpy {numpy.__version__}: RAPIDS 26.10's numba-cuda "
+        f"needs numpy < {RAPIDS_NUMPY_BREAKS[0]}.{RAPIDS_NUMPY_BREAKS[1]} (np.row_stack is "
+        f"gone); install the numpy the gpu extras pin: pip install 'numpy>=2.0,<{NUMPY_CEILING}' "
+        f"(2.3.5 is tested) [{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}]"
+    )
+
+
 def frame_module(name: str | None = None) -> ModuleType:
     """Return the module (``pandas`` or ``cudf``) that builds partitions for ``name``."""
     name = name or backend_name()
     if name == "pandas":
         return pd
-    try:
-        return importlib.import_module(name)
-    except ImportError as err:  # pragma: no cover - depends on the gpu extra
-        raise ImportError(
-            f"dataframe backend {name!r} needs its package; install curator_dask[gpu]"
-        ) from err
+    return import_rapids(name)
 
 
 def to_backend(part: Any, name: str | None = None) -> Any:

@@ -371,13 +371,14 @@ def _cpu_cluster(config: ClusterConfig) -> Any:
 
 
 def _gpu_cluster(config: ClusterConfig) -> Any:
-    try:
-        from dask_cuda import LocalCUDACluster
-        from dask_cuda.utils import get_device_total_memory
-    except ImportError as e:
-        raise ImportError(
-            "ClusterConfig(kind='gpu') needs dask-cuda and RAPIDS: pip install 'curator_dask[gpu]'"
-        ) from e
+    from curator_dask._backend import import_rapids
+
+    # Here, not in the workers: a RAPIDS that cannot import (a numpy it does not support)
+    # is reported in one line before any worker starts.
+    import_rapids("cudf")
+    import_rapids("dask_cuda")
+    from dask_cuda import LocalCUDACluster
+    from dask_cuda.utils import get_device_total_memory
 
     kw: dict[str, Any] = {}
     if config.device_memory_limit is not None:
@@ -558,6 +559,8 @@ def get_client(
                 with _children_ignore_sigint():
                     cluster = make_cluster(config)
             except Exception as e:
+                if errors.exception() is None and "failed to start" not in str(e):
+                    raise  # not a worker's failure (a missing package, a bad setting)
                 raise ClusterConnectError(_start_failure(config, errors.cause(e))) from e
             try:
                 client = Client(cluster)
