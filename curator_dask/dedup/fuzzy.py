@@ -118,8 +118,25 @@ def _chunks(n_chars: np.ndarray, limit: int = CHUNK_CHARS) -> list[tuple[int, in
     return bounds or [(0, 0)]
 
 
-def _sign_chunk(text: pd.Series, p: _SigParams, perms: np.ndarray, gpu: bool) -> tuple:
-    """``(band hashes, shingle counts)`` of one chunk of texts."""
+def _sign_chunk(
+    text: pd.Series, p: _SigParams, perms: np.ndarray, gpu: bool, device_text: Any = None
+) -> tuple:
+    """``(band hashes, shingle counts)`` of one chunk of texts.
+
+    With ``device_text`` (the chunk as a cudf Series) the shingles are hashed on the GPU
+    from the column's characters; otherwise on the host.
+    """
+    if device_text is not None:
+        import cupy
+
+        from curator_dask.dedup._gpu_shingles import device_shingle_hashes
+
+        d_hashes, d_offsets = device_shingle_hashes(device_text, p.ngram, p.kind, p.normalization)
+        sig = cupy.asnumpy(
+            minhash_signatures(d_hashes, d_offsets, cupy.asarray(perms), p.use_64_bit_hash)
+        )
+        sizes = cupy.asnumpy(cupy.diff(d_offsets))
+        return band_hashes(sig, p.num_bands, p.minhashes_per_band), sizes
     hashes, offsets = shingle_hashes(text, p.ngram, p.kind, p.normalization)
     if gpu:  # the permutation-min step on the GPU; shingling stayed on the host
         import cupy
@@ -145,11 +162,22 @@ def _minhash_partition(
     device: str = "auto",
     storage_options: dict[str, Any] | None = None,
     docs_path: str | None = None,
+    shingle_device: str = "auto",
 ) -> int:
     """Sign one input partition in chunks of :data:`CHUNK_CHARS` and write its band hashes
     to ``path``; with ``docs_path`` also the documents themselves (with ``_uid``), so that
     later steps read the step cache instead of the input again."""
+    from curator_dask.dedup._gpu_shingles import device_supported
+
     gpu = device == "gpu" or (device == "auto" and not isinstance(part, pd.DataFrame))
+    device_text = None
+    if (
+        gpu
+        and shingle_device == "auto"
+        and not isinstance(part, pd.DataFrame)
+        and device_supported(p.kind, p.normalization)
+    ):
+        device_text = part[p.text_column].reset_index(drop=True)
     pdf = _backend.to_pandas(part if docs_path else part[[p.id_column, p.text_column]])
     n = len(pdf)
     uid = (np.int64(index) << UID_SHIFT) + np.arange(n, dtype=np.int64)
@@ -163,7 +191,8 @@ def _minhash_partition(
     bands = np.empty((n, p.num_bands), dtype=np.int64)
     n_shingles = np.empty(n, dtype=np.int64)
     for a, b in _chunks(n_chars):
-        bands[a:b], n_shingles[a:b] = _sign_chunk(text.iloc[a:b], p, perms, gpu)
+        chunk = None if device_text is None else device_text.iloc[a:b]
+        bands[a:b], n_shingles[a:b] = _sign_chunk(text.iloc[a:b], p, perms, gpu, chunk)
     cols: dict[str, Any] = {
         "_uid": uid,
         "id": pdf[p.id_column].to_numpy(),
@@ -467,8 +496,15 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         device = str(config.get("dedup.minhash-device", "auto"))
         if device not in ("auto", "cpu", "gpu"):
             raise ValueError(f"curator.dedup.minhash-device must be auto|cpu|gpu, got {device!r}")
+        shingle_device = str(config.get("dedup.shingle-device", "auto"))
+        if shingle_device not in ("auto", "host"):
+            raise ValueError(
+                f"curator.dedup.shingle-device must be auto|host, got {shingle_device!r}"
+            )
         tasks = [
-            dask.delayed(_minhash_partition)(parts[i], i, p, paths[i], device, so, docs[i])
+            dask.delayed(_minhash_partition)(
+                parts[i], i, p, paths[i], device, so, docs[i], shingle_device
+            )
             for i in todo
         ]
         run.reporter.compute(tasks, "minhash")
