@@ -8,7 +8,8 @@ hashes. Each pass is one self-contained function of one document (no calls, so t
 compiles for either target), compiled twice from the same source: by ``numba.njit`` for
 the host (:func:`shingle_hashes_from_units`, how the tests hold it to
 :func:`~curator_dask.dedup.minhash.shingle_hashes` on a CPU) and by ``numba.cuda.jit``
-for the device (:func:`device_shingle_hashes`, not yet run on a GPU: docs/gpu.md).
+for the device (:func:`device_shingle_hashes`, not yet run on a GPU: docs/gpu.md; used by
+fuzzy dedup with ``curator.dedup.shingle-device: gpu``).
 
 The arithmetic is the host kernels' (``minhash._word_shingles``/``_char_shingles``): FNV-1a
 over the lower-cased bytes of ``[A-Za-z0-9]`` runs (and, for raw text, every non-ASCII

@@ -162,7 +162,7 @@ def _minhash_partition(
     device: str = "auto",
     storage_options: dict[str, Any] | None = None,
     docs_path: str | None = None,
-    shingle_device: str = "auto",
+    shingle_device: str = "host",
 ) -> int:
     """Sign one input partition in chunks of :data:`CHUNK_CHARS` and write its band hashes
     to ``path``; with ``docs_path`` also the documents themselves (with ``_uid``), so that
@@ -173,7 +173,7 @@ def _minhash_partition(
     device_text = None
     if (
         gpu
-        and shingle_device == "auto"
+        and shingle_device == "gpu"
         and not isinstance(part, pd.DataFrame)
         and device_supported(p.kind, p.normalization)
     ):
@@ -496,10 +496,10 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         device = str(config.get("dedup.minhash-device", "auto"))
         if device not in ("auto", "cpu", "gpu"):
             raise ValueError(f"curator.dedup.minhash-device must be auto|cpu|gpu, got {device!r}")
-        shingle_device = str(config.get("dedup.shingle-device", "auto"))
-        if shingle_device not in ("auto", "host"):
+        shingle_device = str(config.get("dedup.shingle-device", "host"))
+        if shingle_device not in ("host", "gpu"):
             raise ValueError(
-                f"curator.dedup.shingle-device must be auto|host, got {shingle_device!r}"
+                f"curator.dedup.shingle-device must be host|gpu, got {shingle_device!r}"
             )
         tasks = [
             dask.delayed(_minhash_partition)(

@@ -64,3 +64,27 @@ def test_gpu_signature_step_gives_cpu_removed_set(tmp_path, sample_records):
         removed.append(set(pd.read_parquet(tmp_path / f"o-{device}" / "removed_ids")["id"]))
     assert removed[0] == removed[1]
     assert len(removed[0]) > 400
+
+
+def test_gpu_device_shingles_give_the_cpu_removed_set(tmp_path, sample_records):
+    """cudf partitions with the shingles hashed on the GPU too: the CPU's removed ids."""
+    pytest.importorskip("cudf")
+    pytest.importorskip("dask_cudf")
+    pdf = pd.DataFrame(sample_records)[["id", "text"]]
+    kw = {"word_ngrams": 5, "false_positive_check": True}
+    FuzzyDeduplicationWorkflow(
+        cache_path=str(tmp_path / "c1"),
+        output_path=str(tmp_path / "o1"),
+        df=dd.from_pandas(pdf, npartitions=4),
+        **kw,
+    ).run()
+    config = {"dataframe.backend": "cudf", "curator.dedup.shingle-device": "gpu"}
+    with dask.config.set(config):
+        gdf = dd.from_pandas(pdf, npartitions=4).to_backend("cudf")
+        FuzzyDeduplicationWorkflow(
+            cache_path=str(tmp_path / "c2"), output_path=str(tmp_path / "o2"), df=gdf, **kw
+        ).run()
+    a = set(pd.read_parquet(tmp_path / "o1" / "removed_ids")["id"])
+    b = set(pd.read_parquet(tmp_path / "o2" / "removed_ids")["id"].to_list())
+    assert a == b
+    assert len(a) > 400
