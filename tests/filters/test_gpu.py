@@ -32,3 +32,57 @@ def test_modifiers_on_cudf_equal_pandas():
     gpu = cudf.from_pandas(cpu)
     for m in (WhitespaceNormalizer(), LineRemover(pattern="^a line$"), C4LineModifier()):
         assert m.modify(gpu).to_pandas().tolist() == m.modify(cpu).tolist()
+
+
+def _every_filter():
+    from curator_dask import filters as F
+
+    skip = {"Filter", "TokenCountFilter", "TokenizerFertilityFilter", "PerExtensionFilter"}
+    special = {
+        "C4BadWordsFilter": lambda: F.C4BadWordsFilter(bad_words=["badword", "two words"]),
+        "HistogramFilter": lambda: F.HistogramFilter(lang="en"),
+        "LengthRatioFilter": None,  # two columns: not a text score
+    }
+    for name in F.__all__:
+        cls = getattr(F, name)
+        if name in skip or not isinstance(cls, type) or special.get(name, cls) is None:
+            continue
+        yield special.get(name, cls)()
+
+
+@pytest.mark.gpu
+def test_every_filter_scores_every_text_on_cudf_to_1e6(sample_records):
+    """All texts (Unicode included) and every filter: scores within 1e-6, same keep mask."""
+    cudf = pytest.importorskip("cudf")
+    texts = list(EDGE_TEXTS) + [r["text"] for r in sample_records[:300]]
+    cpu = pd.Series(texts, index=range(7, 7 + len(texts)))
+    gpu = cudf.from_pandas(cpu)
+    for f in _every_filter():
+        if f.has_score():
+            want = f.score(cpu).to_numpy(dtype="float64")
+            got = f.score(gpu).to_pandas().to_numpy(dtype="float64")
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-6, err_msg=f.stage_name)
+        keep_cpu = f.keep(cpu).fillna(False).to_numpy(dtype=bool)
+        keep_gpu = f.keep(gpu).fillna(False).to_pandas().to_numpy(dtype=bool)
+        np.testing.assert_array_equal(keep_gpu, keep_cpu, err_msg=f.stage_name)
+
+
+@pytest.mark.gpu
+def test_every_modifier_rewrites_every_text_on_cudf_like_pandas(sample_records):
+    cudf = pytest.importorskip("cudf")
+    from curator_dask.modifiers import CitationRemover, MojibakeFixer, UnicodeNormalizer
+
+    texts = list(EDGE_TEXTS) + [r["text"] for r in sample_records[:300]]
+    cpu = pd.Series(texts)
+    gpu = cudf.from_pandas(cpu)
+    modifiers = [
+        WhitespaceNormalizer(),
+        LineRemover(pattern="^a line$"),
+        C4LineModifier(),
+        CitationRemover(),
+        MojibakeFixer(),
+        UnicodeNormalizer(form="NFKC"),
+        UnicodeNormalizer(form="NFD"),
+    ]
+    for m in modifiers:
+        assert m.modify(gpu).to_pandas().tolist() == m.modify(cpu).tolist(), type(m).__name__
