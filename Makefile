@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS ?= dev,s3,models,monitoring
+EXTRAS ?= dev,s3,models,monitoring,pii
 # setup.cfg asks for torch>=2.5; this constraint makes pip take the CPU build of 2.13.0.
 CONSTRAINTS ?= constraints/cpu.txt
 # `make test-min`: its own venv with the lowest versions setup.cfg allows, for the core and

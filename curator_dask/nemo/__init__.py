@@ -15,12 +15,16 @@ from __future__ import annotations
 
 from curator_dask.nemo.datasets import DocumentDataset
 from curator_dask.nemo.modules import (
+    LSH,
     AddId,
     ExactDuplicates,
     Filter,
     FuzzyDuplicates,
     FuzzyDuplicatesConfig,
+    JointScoreFilter,
+    MinHash,
     Modify,
+    ParallelScoreFilter,
     Score,
     ScoreFilter,
     Sequential,
@@ -28,13 +32,17 @@ from curator_dask.nemo.modules import (
 from curator_dask.nemo.utils.distributed_utils import get_client
 
 __all__ = [
+    "LSH",
     "AddId",
     "DocumentDataset",
     "ExactDuplicates",
     "Filter",
     "FuzzyDuplicates",
     "FuzzyDuplicatesConfig",
+    "JointScoreFilter",
+    "MinHash",
     "Modify",
+    "ParallelScoreFilter",
     "Score",
     "ScoreFilter",
     "Sequential",

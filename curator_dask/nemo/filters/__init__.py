@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pandas as pd
+
 from curator_dask import filters as native
 from curator_dask import text as text_kit
 from curator_dask.filters.content import BUNDLED_HISTOGRAMS
@@ -228,12 +230,21 @@ class TokenCountFilter(_nemo(native.TokenCountFilter)):  # type: ignore[misc]
         args: dict[str, Any] = {"min_tokens": min_tokens, "add_special_tokens": True}
         if max_tokens != float("inf"):
             args["max_tokens"] = int(max_tokens)
+        self._encoder = None
+        self._bounds = (min_tokens, max_tokens)
         if tokenizer is not None:
             backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
             if not hasattr(backend, "to_str"):
-                raise TypeError(
-                    "tokenizer must be a tokenizers.Tokenizer or a Hugging Face fast tokenizer"
-                )
+                if not callable(getattr(tokenizer, "encode", None)):
+                    raise TypeError(
+                        "tokenizer must have an encode(text) method (NeMo's contract), or be "
+                        "a tokenizers.Tokenizer or a Hugging Face fast tokenizer"
+                    )
+                # Any object with encode(): counted as NeMo counts, len(encode(text)), one
+                # document at a time (it travels in the task graph, pickled).
+                self._encoder = tokenizer
+                self.lang = "en"
+                return
             args["tokenizer_json"] = backend.to_str()
         else:
             path = Path(str(hf_model_name))
@@ -246,6 +257,21 @@ class TokenCountFilter(_nemo(native.TokenCountFilter)):  # type: ignore[misc]
                 )
             args["tokenizer_path"] = str(path.resolve())
         super().__init__(**args)
+
+    @batched
+    def score_document(self, text: Any) -> Any:
+        if self._encoder is None:
+            return super().score_document(text)
+        encode = self._encoder.encode
+        counts = [len(encode(t)) if isinstance(t, str) else 0 for t in text.astype(object)]
+        return pd.Series(counts, index=text.index, dtype="int64")
+
+    @batched
+    def keep_document(self, score: Any) -> Any:
+        if self._encoder is None:
+            return super().keep_document(score)
+        low, high = self._bounds
+        return (score >= low) & (score <= high)
 
 
 def _nemo_cache_dir(cache_dir: str | None) -> Path:

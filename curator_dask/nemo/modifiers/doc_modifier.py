@@ -1,10 +1,9 @@
-"""``nemo_curator.modifiers``: :class:`DocumentModifier` and NeMo's modifiers."""
+"""``nemo_curator.modifiers.doc_modifier``: :class:`DocumentModifier`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from curator_dask import modifiers as native
 from curator_dask.nemo.utils.decorators import batched
 from curator_dask.stage import Modifier
 
@@ -21,7 +20,9 @@ class DocumentModifier:
         raise NotImplementedError(f"{type(self).__name__} must implement modify_document")
 
 
-class _NativeModifier(DocumentModifier):
+class NativeModifier(DocumentModifier):
+    """A DocumentModifier running a curator_dask modifier once per partition."""
+
     def __init__(self, modifier: Modifier) -> None:
         self.modifier = modifier
 
@@ -30,18 +31,4 @@ class _NativeModifier(DocumentModifier):
         return self.modifier.modify(text)
 
 
-class UnicodeReformatter(_NativeModifier):
-    """NeMo's ``UnicodeReformatter``: repairs mojibake (ftfy), run by :class:`MojibakeFixer`."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(native.MojibakeFixer())
-
-
-class NewlineNormalizer(_NativeModifier):
-    """NeMo's ``NewlineNormalizer``: at most two consecutive newlines."""
-
-    def __init__(self) -> None:
-        super().__init__(native.WhitespaceNormalizer(max_consecutive_newlines=2))
-
-
-__all__ = ["DocumentModifier", "NewlineNormalizer", "UnicodeReformatter"]
+__all__ = ["DocumentModifier"]
