@@ -572,8 +572,10 @@ def _hint_name(hint: Any) -> str:
 # -- help, version, logging ------------------------------------------------------------------
 RUN_HELP = """\
 Run the pipeline described in a YAML file: read, apply the stages in order, write. Progress
-goes to stderr, the summary to stdout; run metadata goes to <output>/.curator/ (_stats.json
-and, with the monitoring extra, _report.html). A file looks like this:
+goes to stderr, the summary to stdout; run metadata goes beside the output, to
+<output>.curator/ (_stats.json, _quarantine/; the HTML report _report.html only with
+curator.monitoring.report: true in config:, else `curator-dask report OUTPUT` draws it).
+A file looks like this:
 
     name: demo
     reader:

@@ -10,7 +10,7 @@
 3. exact deduplication -> ``<output>/exact/`` (``removed_ids/``, ``deduplicated/``);
 4. fuzzy deduplication (word 5-grams, candidate check) -> ``<output>/fuzzy/``;
 5. ``<output>/summary.json`` with the accounting ``read = kept + removed + quarantined``, and
-   the pipeline's HTML report ``<output>/filtered/.curator/_report.html``.
+   the pipeline's HTML report ``<output>/filtered.curator/_report.html``.
 
 Everything it writes is under ``output``. A second run removes what the first one wrote (the
 entries listed in ``<output>/.curator-demo``) and nothing else; a non-empty ``output`` that

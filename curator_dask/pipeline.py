@@ -44,8 +44,8 @@ class Pipeline:
         Free text shown in the repr.
     keep_removed : bool
         Also write what each stage removed, with a ``removed_by`` column naming the stage,
-        to ``<output>/.curator/_removed/part-<index>.parquet`` (streaming mode), for
-        inspection: ``pd.read_parquet(output + "/.curator/_removed")``.
+        to ``<output>.curator/_removed/part-<index>.parquet`` (streaming mode), for
+        inspection: ``pd.read_parquet(output + ".curator/_removed")``.
 
     Examples
     --------

@@ -227,12 +227,12 @@ def test_run_end_to_end_sequential(
     assert f"output: {out}" in printed.out
     assert "lazy: nothing runs until run()" in printed.err  # the pipeline is shown first
     assert output_ids(out) == expected_ids(records, 50)
-    stats = json.loads((out / ".curator" / "_stats.json").read_text())
+    stats = json.loads((Path(str(out) + ".curator") / "_stats.json").read_text())
     assert (stats["read"], stats["quarantined"]) == (len(records) + 1, 1)
     assert stats["kept"] == len(expected_ids(records, 50))
     assert stats["partitions"] == 3
-    assert (out / ".curator" / "_quarantine" / "part-00001.jsonl").exists()
-    assert (out / ".curator" / "_SUCCESS").exists()
+    assert (Path(str(out) + ".curator") / "_quarantine" / "part-00001.jsonl").exists()
+    assert (Path(str(out) + ".curator") / "_SUCCESS").exists()
 
 
 def test_run_dry_run_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -270,7 +270,10 @@ def test_run_end_to_end_on_a_local_cluster(
     assert "batch" in captured.out
     assert "in this process" not in captured.err
     assert output_ids(out) == expected_ids(records, 20)
-    assert json.loads((out / ".curator" / "_stats.json").read_text())["execution_mode"] == "batch"
+    assert (
+        json.loads((Path(str(out) + ".curator") / "_stats.json").read_text())["execution_mode"]
+        == "batch"
+    )
 
 
 def test_a_small_input_runs_on_threads_in_the_cli_process(

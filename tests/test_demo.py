@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from distributed import Client, LocalCluster
@@ -29,7 +30,7 @@ def test_demo_accounts_for_every_document(tmp_path, sample_records):
     assert on_disk == summary
     assert (
         "WordCountFilter"
-        in (tmp_path / "demo" / "filtered" / ".curator" / "_report.html").read_text()
+        in (Path(str(tmp_path / "demo" / "filtered") + ".curator") / "_report.html").read_text()
     )
 
 

@@ -19,7 +19,7 @@ def test_example_pipeline_runs(tmp_path, monkeypatch, capsys, sample_records):
     local = tmp_path / "pipeline.yaml"
     local.write_text(config.replace("out/sample-clean", os.fspath(out)))
     assert main(["run", os.fspath(local), "--sequential"]) == 0
-    stats = json.loads((out / ".curator" / "_stats.json").read_text())
+    stats = json.loads((Path(str(out) + ".curator") / "_stats.json").read_text())
     assert stats["read"] == len(sample_records)
     assert stats["read"] == stats["kept"] + stats["removed"] + stats["quarantined"]
     assert 0 < stats["kept"] < stats["read"]

@@ -230,17 +230,17 @@ def test_sequential_run_matches_pandas_and_accounts_for_every_document(tmp_path:
     assert all(s.partitions == N_PARTS for s in result.stages)
     assert result.stages[2].removed == len(frame) - len(want)
 
-    stats = json.loads((tmp_path / "out" / ".curator" / "_stats.json").read_text())
+    stats = json.loads((Path(str(tmp_path / "out") + ".curator") / "_stats.json").read_text())
     assert stats["read"] == result.read
     assert stats["balanced"] is True
     assert json.loads((tmp_path / "out" / "_SUCCESS").read_text())["kept"] == len(want)
-    assert sorted(os.listdir(tmp_path / "out" / ".curator" / "_stats")) == [
+    assert sorted(os.listdir(Path(str(tmp_path / "out") + ".curator") / "_stats")) == [
         f"part-{i:05d}.json" for i in range(N_PARTS)
     ]
-    quarantine = sorted(os.listdir(tmp_path / "out" / ".curator" / "_quarantine"))
+    quarantine = sorted(os.listdir(Path(str(tmp_path / "out") + ".curator") / "_quarantine"))
     assert quarantine == [f"part-{i:05d}.jsonl" for i in range(N_PARTS) if i % 2]
     rec = json.loads(
-        (tmp_path / "out" / ".curator" / "_quarantine" / "part-00001.jsonl").read_text()
+        (Path(str(tmp_path / "out") + ".curator") / "_quarantine" / "part-00001.jsonl").read_text()
     )
     assert rec["reason"] == "malformed JSON"
     assert rec["raw"] == "{bad\\xff"
@@ -277,7 +277,9 @@ def test_streaming_and_batch_give_identical_output(tmp_path: Path, executor: str
         s.to_dict()["docs_out"] for s in results["batch"].stages
     ]
     assert results["batch"].execution_mode == "batch"
-    assert not (tmp_path / "batch" / "out" / ".curator" / "_work").exists()  # cleaned after success
+    assert not (
+        Path(str(tmp_path / "batch" / "out") + ".curator") / "_work"
+    ).exists()  # cleaned after success
 
 
 def test_resume_skips_written_partitions_and_keeps_totals(tmp_path: Path) -> None:
@@ -347,7 +349,7 @@ def test_batch_mode_resumes_per_stage(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="boom on 45"):
         pipeline().run(SequentialExecutor(progress=False), execution_mode="batch")
-    work = tmp_path / "out" / ".curator" / "_work"
+    work = Path(str(tmp_path / "out") + ".curator") / "_work"
     assert sorted(os.listdir(work)) == ["00-MemoryReader", "01-StripModifier", "02-FailOn"]
     assert len(list((work / "00-MemoryReader").glob("*.done.json"))) == N_PARTS
     assert log.read_text().count("read") == N_PARTS
@@ -365,8 +367,8 @@ def test_accounting_invariant_is_checked(tmp_path: Path) -> None:
     _, p = build(tmp_path, lie_about_docs_read=True)
     with pytest.raises(AccountingError, match=r"read=.* but kept="):
         p.run(SequentialExecutor(progress=False))
-    assert not (tmp_path / "out" / ".curator" / "_SUCCESS").exists()
-    stats = json.loads((tmp_path / "out" / ".curator" / "_stats.json").read_text())
+    assert not (Path(str(tmp_path / "out") + ".curator") / "_SUCCESS").exists()
+    stats = json.loads((Path(str(tmp_path / "out") + ".curator") / "_stats.json").read_text())
     assert stats["balanced"] is False
     assert stats["partition_mismatches"] == [0, 1, 2, 3]
 

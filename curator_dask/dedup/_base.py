@@ -642,10 +642,12 @@ def publish(
     On a local disk the part files go to a hidden temporary directory, which replaces
     ``<name>/`` once all are written, so a reader never sees a partial ``<name>/``. On an
     object store each part object appears whole and the old ones are deleted first.
-    ``<name>/.curator/_SUCCESS`` is written last in both cases. Returns the directory and the rows.
+    ``<name>.curator/_SUCCESS`` (beside it) is written last in both cases. Returns the
+    directory and the rows.
     """
     final = join(output_path, name)
     fs, f = get_fs(final, storage_options)
+    remove_tree(layout(final).success_path, storage_options)  # an earlier run's marker
     if _is_object_store(fs):
         # no rename on object stores: the old objects go first, each new part appears whole,
         # and _SUCCESS (written last) says the directory is complete

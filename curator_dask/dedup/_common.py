@@ -194,8 +194,8 @@ class DedupWorkflow:
         ``<output>/removed_ids/`` (``id, group``: one row per removed document),
         ``<output>/duplicate_groups/`` (``id, group``: every member, when
         ``duplicate_groups``), ``<output>/deduplicated/`` (``perform_removal``) and
-        ``<output>/.curator/_quarantine/``; each directory is published whole (temporary
-        name, rename, ``.curator/_SUCCESS``). The removal reads ``documents_frame`` (the
+        ``<output>.curator/_quarantine/``; each directory is published whole (temporary
+        name, rename, ``<dir>.curator/_SUCCESS``). The removal reads ``documents_frame`` (the
         documents a step kept, see :func:`remove_documents`) instead of the input when given.
         """
         so, r = run.storage_options, run.reporter

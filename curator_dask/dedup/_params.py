@@ -41,8 +41,8 @@ class ExactParams:
     ----------
 {_COMMON_INPUT}
     output_path : str
-        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
-        ``.curator/_quarantine/``) are written.
+        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
+        quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
     text_column, id_column : str
         Columns holding the text and the document id (ids must be unique).
     input_blocksize : int or str, optional
@@ -88,8 +88,8 @@ class FuzzyParams:
         ``docs/dedup.md``). Keyed by the input and the parameters: a changed parameter never
         reuses stale results; a restarted run continues where it stopped.
     output_path : str
-        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
-        ``.curator/_quarantine/``) are written.
+        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
+        quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
     text_column, id_column : str
         Text and (unique) document id columns.
     input_blocksize : int or str, optional
@@ -176,8 +176,8 @@ class SemanticParams:
     cache_path : str
         Where the steps' results are checkpointed (embeddings, clusters, duplicates).
     output_path : str
-        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``,
-        ``.curator/_quarantine/``) are written.
+        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
+        quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
 {_COMMON_INPUT}
     df : dask.dataframe.DataFrame, optional
         The input frame instead of ``input_path``.

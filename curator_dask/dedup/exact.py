@@ -200,9 +200,9 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         ``group``: the id of the document kept for that text), one row per removed document;
         with ``duplicate_groups`` every member to ``duplicate_groups/``; with
         ``perform_removal`` the kept documents to ``deduplicated/``; bad input records to
-        ``.curator/_quarantine/``. Each directory appears whole, with a ``.curator/_SUCCESS``
-        marker. Scratch files (the hashes) go to ``<output_path>/.curator/_work/`` and are
-        removed at the end.
+        ``<output_path>.curator/_quarantine/`` (beside ``output_path``). Each directory
+        appears whole, with a ``<dir>.curator/_SUCCESS`` marker beside it. Scratch files (the
+        hashes) go to ``<output_path>.curator/_work/`` and are removed at the end.
 
         Returns
         -------

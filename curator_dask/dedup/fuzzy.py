@@ -811,8 +811,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         ``group`` (the id of the document kept for that duplicate group), one row per removed
         document; with ``duplicate_groups`` every member to ``duplicate_groups/``; with
         ``perform_removal`` the kept documents to ``deduplicated/``; quarantined input
-        records to ``.curator/_quarantine/``. Each output directory appears whole, with
-        ``.curator/_SUCCESS``.
+        records to ``<output_path>.curator/_quarantine/``. Each output directory appears
+        whole, with ``<dir>.curator/_SUCCESS`` beside it.
         Intermediate results go under :meth:`cache_dir`.
 
         Returns

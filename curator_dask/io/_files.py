@@ -21,6 +21,9 @@ from fsspec.core import url_to_fs
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
 
 _GLOB_CHARS = ("*", "?", "[")
+#: The suffix of a run's metadata folder, the output's sibling (``out`` -> ``out.curator``);
+#: see :mod:`curator_dask.io.layout`.
+META_SUFFIX = ".curator"
 # Object stores write an object only when its upload completes, so a direct write is atomic
 # there, while a rename would be a copy plus a delete.
 _OBJECT_STORE_PROTOCOLS = {"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "oss"}
@@ -77,7 +80,11 @@ def to_bytes(size: int | str | None) -> int | None:
 
 
 def _is_hidden(rel: str) -> bool:
-    return any(part.startswith((".", "_")) for part in rel.split("/") if part)
+    parts = [part for part in rel.split("/") if part]
+    # a run's metadata folder beside its output (io.layout.META_SUFFIX) is never input
+    return any(p.startswith((".", "_")) for p in parts) or any(
+        p.endswith(META_SUFFIX) for p in parts[:-1]
+    )
 
 
 def list_files(

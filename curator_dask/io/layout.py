@@ -1,20 +1,25 @@
 """The run layout: the one place that names and writes every file a run leaves.
 
-An output directory holds the documents and, apart from them, the run's metadata::
+An output directory holds the documents and nothing else; the run's metadata goes to a
+folder beside it, named after it with :data:`META_SUFFIX`::
 
     <output>/part-00000.jsonl          the documents, one file per partition
     <output>/part-00001.jsonl
-    <output>/<META_DIR>/_SUCCESS       the completion marker (JSON of the run summary)
-    <output>/<META_DIR>/_stats.json    the run's statistics
-    <output>/<META_DIR>/_stats/        one statistics record per written partition
-    <output>/<META_DIR>/_quarantine/   the quarantined input records, one file per partition
-    <output>/<META_DIR>/_work/         batch mode's intermediate Parquet files
-    <output>/<META_DIR>/_removed/      what each stage removed, with the stage (keep_removed)
-    <output>/<META_DIR>/_report.html   the HTML report, and _timeline.pqt (monitoring)
-    <output>/<META_DIR>/_runs.json     the runs that wrote partitions (monitoring)
+    <output>.curator/_SUCCESS          the completion marker (JSON of the run summary)
+    <output>.curator/_stats.json       the run's statistics
+    <output>.curator/_stats/           one statistics record per written partition
+    <output>.curator/_quarantine/      the quarantined input records, one file per partition
+    <output>.curator/_work/            batch mode's intermediate Parquet files
+    <output>.curator/_removed/         what each stage removed, with the stage (keep_removed)
+    <output>.curator/_report.html      the HTML report, and _timeline.pqt (monitoring)
+    <output>.curator/_runs.json        the runs that wrote partitions (monitoring)
 
-with ``META_DIR = ".curator"``: only document files sit at the top, and every reader of
-datasets (dask, pandas, pyarrow, HF ``datasets``, Spark) skips the metadata folder.
+Nothing but document files lies under ``<output>``, because the readers of datasets do not
+agree on what to skip: dask, pandas and pyarrow skip names starting with ``.`` or ``_``, HF
+``datasets`` ``.`` and ``__`` (a ``_SUCCESS`` file breaks ``load_dataset``), while polars
+lists a directory with its hidden folders (and refuses mixed suffixes) and ``**`` globs in
+polars, duckdb and fsspec descend into hidden folders. The readers of this package skip a
+``*.curator`` folder when they list a directory.
 
 Writers, executors and workflows ask a :class:`RunLayout` for these names and write through
 it (atomically, on local disks and object stores alike); none formats a path of its own.
@@ -38,18 +43,16 @@ import pandas as pd
 from fsspec.core import split_protocol
 
 from curator_dask import config
-from curator_dask.io._files import get_fs, is_object_store, part_name, write_bytes
+from curator_dask.io._files import META_SUFFIX, get_fs, is_object_store, part_name, write_bytes
 from curator_dask.io.base import empty_quarantine
 from curator_dask.io.quarantine import write_quarantine_file
 
 logger = logging.getLogger("curator_dask.io")
 
-#: The folder, under an output directory, that holds everything but the documents. A leading
-#: ``.`` is the one convention dask, pandas and pyarrow (``.``/``_``), Spark (``.``/``_``),
-#: HF ``datasets`` (``.`` and ``__``; a ``_SUCCESS`` file or ``_x/`` folder breaks
-#: ``load_dataset``) and shell globs all skip, so the output reads back as the documents alone.
-META_DIR = ".curator"
-#: Names of the metadata files and folders inside :data:`META_DIR`.
+#: The folder that held the metadata inside the output directory before it moved beside it;
+#: a run in ``"overwrite"`` mode removes it (it broke polars and ``**`` globs).
+LEGACY_META_DIR = ".curator"
+#: Names of the metadata files and folders inside the metadata folder.
 SUCCESS = "_SUCCESS"
 RUN_STATS = "_stats.json"
 STATS_DIR = "_stats"
@@ -91,15 +94,33 @@ def resolve_path(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
+def meta_dir_of(root: str) -> str:
+    """The metadata folder of output ``root``: its sibling ``<root>.curator``.
+
+    >>> meta_dir_of("/data/out"), meta_dir_of("s3://bucket/clean/")
+    ('/data/out.curator', 's3://bucket/clean.curator')
+    """
+    root = root.rstrip("/")
+    _, inner = split_protocol(root)
+    if ("://" in root and "/" not in inner.strip("/")) or not inner.strip("/"):
+        raise ValueError(
+            f"output {root or '/'} is the top of a filesystem or bucket: its metadata folder "
+            "goes beside it, so write to a folder inside it (e.g. s3://bucket/clean)"
+        )
+    return root + META_SUFFIX
+
+
 def run_metadata_dir(path: str | os.PathLike[str]) -> str:
-    """The folder holding a run's statistics: ``<path>/.curator`` if it has them, else ``path``.
+    """The folder holding a run's statistics: ``<path>.curator`` if it has them, else ``path``.
 
     Lets a command given either the output directory or its metadata folder find the files.
     """
     path = os.fspath(path)
-    meta = join(path, META_DIR)
-    fs, p = get_fs(join(meta, RUN_STATS), None)
-    return meta if fs.exists(p) else path
+    for meta in (meta_dir_of(path), join(path, LEGACY_META_DIR)):
+        fs, p = get_fs(join(meta, RUN_STATS), None)
+        if fs.exists(p):
+            return meta
+    return path
 
 
 def _glob_folder(path: str) -> tuple[str, bool] | None:
@@ -203,8 +224,8 @@ class RunLayout:
     # -- names --------------------------------------------------------------------------
     @property
     def meta_dir(self) -> str:
-        """The folder holding everything but the documents."""
-        return join(self.root, META_DIR)
+        """The folder holding everything but the documents: ``<root>.curator``, beside it."""
+        return meta_dir_of(self.root)
 
     def part_path(self, index: int) -> str:
         """The document file of partition ``index``."""

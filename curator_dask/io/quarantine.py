@@ -68,7 +68,7 @@ def read_quarantine(path: str, storage_options: dict[str, Any] | None = None) ->
     ----------
     path : str
         A quarantine file, a directory of ``part-*.jsonl`` quarantine files, or an output
-        directory (its ``.curator/_quarantine/`` folder).
+        directory (the ``_quarantine/`` folder of its ``<path>.curator/`` beside it).
     storage_options : dict, optional
         Passed to fsspec.
 
@@ -88,10 +88,12 @@ def read_quarantine(path: str, storage_options: dict[str, Any] | None = None) ->
     if fs.isfile(root):
         files = [root]
     elif fs.isdir(root):
-        # an output directory: its metadata folder's quarantine (io.layout), or the older
-        # layout's _quarantine/ beside the documents
+        # an output directory: its metadata folder's quarantine (io.layout: beside it, or
+        # inside it in older versions), or the oldest layout's _quarantine/ in it
         top = root.rstrip("/")
-        subs = [posixpath.join(top, d) for d in (".curator/_quarantine", "_quarantine")]
+        subs = [top + ".curator/_quarantine"] + [
+            posixpath.join(top, d) for d in (".curator/_quarantine", "_quarantine")
+        ]
         base = next((sub for sub in subs if fs.isdir(sub)), root)
         files = sorted(p for p in fs.glob(posixpath.join(base.rstrip("/"), "part-*.jsonl")))
     else:

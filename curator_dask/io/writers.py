@@ -1,13 +1,15 @@
 """Writers: one file per partition, atomic, resumable, with a completion marker.
 
-Files in the output directory:
+Files in the output directory (the documents only; the rest goes to the metadata folder
+beside it, ``<output>.curator/``, see :mod:`curator_dask.io.layout`):
 
 - ``part-<index:05d>.jsonl`` / ``.parquet``: partition ``index``, written to
   ``<name>.tmp-<uuid>`` in the same directory and renamed, so a final name never holds a
   partial file (on S3 and other object stores the object is written directly: it becomes
   visible only when its upload completes);
-- ``_SUCCESS``: JSON of the run summary, written by :meth:`Writer.finish`;
-- ``_quarantine/part-<index:05d>.jsonl``: see :func:`~curator_dask.io.write_quarantine`.
+- ``<output>.curator/_SUCCESS``: JSON of the run summary, written by :meth:`Writer.finish`;
+- ``<output>.curator/_quarantine/part-<index:05d>.jsonl``: see
+  :func:`~curator_dask.io.write_quarantine`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pyarrow.parquet as pq
 from curator_dask import _backend
 from curator_dask.io._files import atomic_output, is_object_store, part_name, path_error
 from curator_dask.io.base import Writer, WriteResult
-from curator_dask.io.layout import TMP_SUFFIX, RunLayout, part_index
+from curator_dask.io.layout import LEGACY_META_DIR, TMP_SUFFIX, RunLayout, join, part_index
 
 MODES = ("overwrite", "resume", "error")
 _JSONL_ROWS_PER_CHUNK = 20_000
@@ -91,6 +93,9 @@ class _FileWriter(Writer):
                 stale = self._stale(layout)
                 if stale:
                     fs.rm(stale)
+                legacy = join(root, LEGACY_META_DIR)  # an older version's metadata folder
+                if self.mode == "overwrite" and fs.isdir(legacy):
+                    fs.rm(legacy, recursive=True)
             fs.makedirs(root, exist_ok=True)
         except FileExistsError:
             raise
@@ -99,10 +104,10 @@ class _FileWriter(Writer):
 
     @staticmethod
     def _holds_files(layout: RunLayout) -> bool:
-        # anything but this run's own lease in the metadata folder
+        # anything in the output, or in its metadata folder but this run's own lease
         fs, root = layout.fs()
         meta, lease = layout.fs(layout.meta_dir)[1], layout.fs(layout.lease_path)[1]
-        others = [n for n in fs.ls(root, detail=False) if n.rstrip("/") != meta.rstrip("/")]
+        others = list(fs.ls(root, detail=False))
         if fs.isdir(meta):
             others += [n for n in fs.ls(meta, detail=False) if n != lease]
         return bool(others)
@@ -189,10 +194,13 @@ class _FileWriter(Writer):
         run's lease keeps other jobs out, so no live write owns such a file.
         """
         fs, root = self.layout.fs()
-        if not is_object_store(fs) and fs.exists(root):
-            leftovers = [n for n in fs.find(root) if TMP_SUFFIX.search(n)]
-            if leftovers:
-                fs.rm(leftovers)
+        if not is_object_store(fs):
+            for folder in (root, self.layout.fs(self.layout.meta_dir)[1]):
+                if not fs.exists(folder):
+                    continue
+                leftovers = [n for n in fs.find(folder) if TMP_SUFFIX.search(n)]
+                if leftovers:
+                    fs.rm(leftovers)
         data = json.dumps(summary, indent=2, sort_keys=True, default=str).encode()
         self.layout.write_bytes(self.layout.success_path, data)
 

@@ -80,7 +80,7 @@ def run_report(args: argparse.Namespace) -> int:
     from curator_dask.io.layout import run_metadata_dir
     from curator_dask.monitoring.report import REPORT_FILE, STATS_FILE, write_run_report
 
-    run_dir = Path(run_metadata_dir(args.run_dir))  # the output directory or its .curator/
+    run_dir = Path(run_metadata_dir(args.run_dir))  # the output directory or its <output>.curator/
     if not (run_dir / STATS_FILE).exists():
         print(
             f"curator-dask report: {run_dir / STATS_FILE} not found; give the output "

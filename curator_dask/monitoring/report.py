@@ -80,7 +80,7 @@ def read_runs(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
 def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame | None]:
     """Read a run directory's ``_stats.json`` and, if present, its memory timeline.
 
-    ``run_dir`` is the output directory or its metadata folder (``.curator/``).
+    ``run_dir`` is the output directory or its metadata folder (``<output>.curator/``).
     """
     run_dir = Path(run_metadata_dir(run_dir))
     stats_path = run_dir / STATS_FILE
@@ -143,7 +143,7 @@ def write_run_report(
     >>> "WordCountFilter" in out.read_text()
     True
     """
-    run_dir = Path(run_metadata_dir(run_dir))  # an output directory: its .curator/ folder
+    run_dir = Path(run_metadata_dir(run_dir))  # an output directory: its <output>.curator/ folder
     run_dir.mkdir(parents=True, exist_ok=True)
     if stats is None:
         stats, loaded = load_run(run_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -61,7 +62,7 @@ def test_exact_dedup_reads_the_input_once(tmp_path, reads):
     assert list(kept.columns) == ["id", "text"]
     assert res.quarantined == 1
     assert len(kept) + res.removed + res.quarantined == lines
-    assert not (out / ".curator" / "_work").exists()
+    assert not (Path(str(out) + ".curator") / "_work").exists()
 
 
 def test_fuzzy_dedup_reads_the_input_once(tmp_path, reads):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+from pathlib import Path
 
 import dask.dataframe as dd
 import pandas as pd
@@ -91,17 +92,17 @@ def test_quarantine_goes_under_the_output_and_is_counted(tmp_path, monkeypatch):
         res = ExactDeduplicationWorkflow(str(src), output_path=str(out), perform_removal=True).run()
     assert res.quarantined == 2
     assert res.documents + res.quarantined == 32
-    qdir = out / ".curator" / "_quarantine"
+    qdir = Path(str(out) + ".curator") / "_quarantine"
     q = pd.concat(pd.read_json(f, lines=True) for f in qdir.glob("*.jsonl"))
     assert len(q) == 2
     assert not (tmp_path / "curator_quarantine").exists()
     kept = pd.read_parquet(out / "deduplicated")
     assert len(kept) + res.removed + res.quarantined == 32
     # outputs are published whole: a marker, no temporary directories left
-    assert (out / "removed_ids" / ".curator" / "_SUCCESS").exists()
-    assert (out / "deduplicated" / ".curator" / "_SUCCESS").exists()
-    assert not [p for p in out.iterdir() if p.name.startswith(".") and p.name != ".curator"]
-    assert not (out / ".curator" / "_work").exists()
+    assert (Path(str(out / "removed_ids") + ".curator") / "_SUCCESS").exists()
+    assert (Path(str(out / "deduplicated") + ".curator") / "_SUCCESS").exists()
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert not (Path(str(out) + ".curator") / "_work").exists()
 
 
 def test_output_inside_input_is_refused(tmp_path):
@@ -203,7 +204,7 @@ def test_exact_and_fuzzy_on_s3(s3_bucket, tmp_path):
     assert len(removed) == 10
     kept = pd.read_parquet(f"{url}/exact/deduplicated", storage_options=so)
     assert len(kept) == 20
-    assert fs.exists(f"{url}/fuzzy/removed_ids/.curator/_SUCCESS")
+    assert fs.exists(f"{url}/fuzzy/removed_ids.curator/_SUCCESS")
     assert not (tmp_path / "s3:").exists()
     # a rerun reuses the S3 cache
     again = FuzzyDeduplicationWorkflow(

@@ -22,8 +22,9 @@ def test_exact_dedup_on_pipeline_output(tmp_path):
     Pipeline("p", [JsonlReader(str(src)), ParquetWriter(str(tmp_path / "clean"))]).run(
         executor=SequentialExecutor(progress=False)
     )
-    # the writer leaves its marker, statistics and quarantine in .curator/ beside the data
-    assert any(p.name.startswith((".", "_")) for p in (tmp_path / "clean").iterdir())
+    # the writer leaves its marker, statistics and quarantine in clean.curator/ beside the data
+    assert (tmp_path / "clean.curator" / "_SUCCESS").exists()
+    assert all(p.name.startswith("part-") for p in (tmp_path / "clean").iterdir())
     summary = ExactDeduplicationWorkflow(
         input_path=str(tmp_path / "clean"), output_path=str(tmp_path / "exact")
     ).run()

@@ -122,13 +122,13 @@ def test_resume_redoes_changed_partitions_and_drops_vanished_ones(
     shrunk = _run(str(data_dir), out, "resume")
     assert shrunk.partitions_skipped == 2
     assert sorted(p.name for p in out.glob("part-*")) == ["part-00000.jsonl", "part-00001.jsonl"]
-    assert sorted(p.name for p in (out / ".curator" / "_stats").iterdir()) == [
+    assert sorted(p.name for p in (Path(str(out) + ".curator") / "_stats").iterdir()) == [
         "part-00000.json",
         "part-00001.json",
     ]
     assert _ids(out) == sorted(["new", *(f"d{i}" for i in range(9))])
     assert shrunk.read == shrunk.kept == 10
-    stats = json.loads((out / ".curator" / "_stats.json").read_text())
+    stats = json.loads((Path(str(out) + ".curator") / "_stats.json").read_text())
     assert stats["kept"] == 10
 
 
@@ -170,7 +170,7 @@ def test_a_second_job_on_the_same_output_is_refused_naming_the_first(
     first.start()
     try:
         assert entered.wait(30)
-        lease = json.loads((out / ".curator" / "_lease.json").read_text())
+        lease = json.loads((Path(str(out) + ".curator") / "_lease.json").read_text())
         other = tmp_path / "other"
         other.mkdir()
         _write(other / "z.jsonl", range(100, 103))
@@ -185,7 +185,7 @@ def test_a_second_job_on_the_same_output_is_refused_naming_the_first(
     assert len(results) == 1
     assert results[0].kept == 9
     assert _ids(out) == [f"d{i}" for i in range(9)]
-    assert not (out / ".curator" / "_lease.json").exists()  # released at the end
+    assert not (Path(str(out) + ".curator") / "_lease.json").exists()  # released at the end
 
 
 def test_a_lease_left_by_a_killed_job_is_taken_over(tmp_path: Path, data_dir: Path) -> None:

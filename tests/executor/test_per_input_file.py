@@ -47,7 +47,6 @@ def test_one_output_file_per_input_file_with_its_name(
         ],
     ).run(SequentialExecutor(progress=False))
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    files = [f for f in files if not f.startswith(".curator")]
     assert files == [f"2023/b{suffix}", f"a{suffix}"]
     read = pd.read_json if suffix == ".jsonl" else pd.read_parquet
     kwargs = {"lines": True} if suffix == ".jsonl" else {}
@@ -100,4 +99,4 @@ def test_resume_removes_the_output_of_a_deleted_input_file(src: Path, tmp_path: 
     result = run()
     assert result.read == result.kept == 10  # type: ignore[attr-defined]
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*.jsonl"))
-    assert [f for f in files if not f.startswith(".curator")] == ["a.jsonl"]
+    assert files == ["a.jsonl"]

@@ -106,12 +106,17 @@ _RUN_RECORDS = tuple(
 
 
 def tree_bytes(root: Path, skip: tuple[str, ...] = _RUN_RECORDS) -> dict[str, bytes]:
-    """Bytes of every output file, without the run's records (statistics hold timings, the
-    memory timeline exists only on a cluster)."""
+    """Bytes of every output file and of its metadata folder beside it (``.curator/<name>``),
+    without the run's records (statistics hold timings, the memory timeline exists only on a
+    cluster)."""
+    meta = Path(str(root) + ".curator")
+    files = {str(p.relative_to(root)): p for p in sorted(root.rglob("*"))}
+    if meta.is_dir():
+        files.update({f".curator/{p.relative_to(meta)}": p for p in sorted(meta.rglob("*"))})
     return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not str(p.relative_to(root)).startswith(skip)
+        name: p.read_bytes()
+        for name, p in sorted(files.items())
+        if p.is_file() and not name.startswith(skip)
     }
 
 

@@ -107,4 +107,4 @@ def test_cli_run_with_scheduler_file(
     assert main(["run", str(cfg), "--scheduler-file", str(subprocess_cluster.scheduler_file)]) == 0
     assert f"output: {out}" in capsys.readouterr().out
     assert jsonl_ids(out) == expected_ids(shard_dir, 400)
-    assert json.loads((out / ".curator" / "_stats.json").read_text())["read"] == 240
+    assert json.loads((Path(str(out) + ".curator") / "_stats.json").read_text())["read"] == 240

@@ -57,7 +57,9 @@ def test_a_failed_run_stops_its_memory_sampler(shard_dir: Path, tmp_path: Path) 
         # the client is still open: only the hook can have stopped the sampler
         assert not _sampler_threads()
         assert str(out) not in hooks._ACTIVE
-    assert (out / ".curator" / "_timeline.pqt").exists()  # what it sampled before the failure
+    assert (
+        Path(str(out) + ".curator") / "_timeline.pqt"
+    ).exists()  # what it sampled before the failure
 
 
 def test_partitions_near_the_worker_memory_limit_are_warned_about_at_plan_time(

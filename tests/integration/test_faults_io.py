@@ -38,7 +38,7 @@ def client(subprocess_cluster):
 
 
 def _final_names(out: Path) -> list[str]:
-    meta = out / ".curator"
+    meta = Path(str(out) + ".curator")
     files = [*out.iterdir(), *(meta.iterdir() if meta.is_dir() else [])]
     return sorted(p.name for p in files if re.fullmatch(r"part-\d+\.jsonl|_SUCCESS", p.name))
 
@@ -224,5 +224,5 @@ def test_bad_input_with_on_error_raise_names_file_and_line(
         )
         with pytest.raises(error, match=match):
             pipeline.run(DaskExecutor(client=client, progress=False))
-        assert not (tmp_path / name / ".curator" / "_SUCCESS").exists()
+        assert not (Path(str(tmp_path / name) + ".curator") / "_SUCCESS").exists()
     assert tree_digest(bad_input) == before

@@ -98,12 +98,12 @@ def test_memory_error_splits_the_partition_and_the_output_equals_an_unsplit_run(
     assert _quarantine_rows(tmp_path / "out") == _quarantine_rows(tmp_path / "ref")
     for i in range(4):
         stats = json.loads(
-            (tmp_path / "out" / ".curator" / "_stats" / f"part-{i:05d}.json").read_text()
+            (Path(str(tmp_path / "out") + ".curator") / "_stats" / f"part-{i:05d}.json").read_text()
         )
         assert stats["split"]["pieces"] == ["00", "01", "10", "11"]
         assert stats["split"]["reasons"] == ["MemoryError"]
     assert (
-        json.loads((tmp_path / "out" / ".curator" / "_stats.json").read_text())["splits"]
+        json.loads((Path(str(tmp_path / "out") + ".curator") / "_stats.json").read_text())["splits"]
         == result.splits
     )
     assert tree_digest(mixed_input) == before
@@ -125,7 +125,7 @@ def test_a_partition_too_large_even_in_the_smallest_pieces_fails_clearly(
     ):
         _pipeline(mixed_input, tmp_path / "out", 5).run(DaskExecutor(client=client, progress=False))
     assert "max-splits = 1" in str(err.value)
-    assert not (tmp_path / "out" / ".curator" / "_SUCCESS").exists()
+    assert not (Path(str(tmp_path / "out") + ".curator") / "_SUCCESS").exists()
 
 
 def test_a_worker_killed_at_its_memory_limit_gets_the_partition_in_halves(

@@ -109,10 +109,10 @@ def test_cli_run_killed_then_rerun_resumes_and_equals_an_undisturbed_run(
     out.mkdir()
     with PartialFileWatch(out) as watch:
         proc = _start(args, tmp_path / "first.log")
-        _kill_when(proc, lambda: any((out / ".curator" / "_stats").glob("part-*.json")))
-        _settle(out, ".curator/_stats/part-*.json")
-    assert not (out / ".curator" / "_SUCCESS").exists()
-    done = sorted((out / ".curator" / "_stats").glob("part-*.json"))
+        _kill_when(proc, lambda: any((Path(str(out) + ".curator") / "_stats").glob("part-*.json")))
+        _settle(Path(str(out) + ".curator"), "_stats/part-*.json")
+    assert not (Path(str(out) + ".curator") / "_SUCCESS").exists()
+    done = sorted((Path(str(out) + ".curator") / "_stats").glob("part-*.json"))
     assert 0 < len(done) < 6, f"{len(done)} partitions done when killed"
     print(f"run killed with {len(done)} of 6 partitions written")
     finished = [out / p.name.replace(".json", ".jsonl") for p in done]

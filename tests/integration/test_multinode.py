@@ -206,8 +206,8 @@ def test_readme_commands_with_relative_local_paths(
     got, want = pd.read_parquet(home / "out" / "clean"), pd.read_parquet(single / "out" / "clean")
     assert len(got) > 0
     pd.testing.assert_frame_equal(_canonical(got), _canonical(want))
-    stats = json.loads((home / "out" / "clean" / ".curator" / "_stats.json").read_text())
-    ref = json.loads((single / "out" / "clean" / ".curator" / "_stats.json").read_text())
+    stats = json.loads((Path(str(home / "out" / "clean") + ".curator") / "_stats.json").read_text())
+    ref = json.loads((Path(str(single / "out" / "clean") + ".curator") / "_stats.json").read_text())
     for key in ("read", "kept", "removed", "quarantined"):
         assert stats[key] == ref[key], key
     assert stats["quarantined"] == 1
@@ -245,5 +245,5 @@ def test_readme_run_with_inputs_and_outputs_on_s3(
     got = pd.read_parquet("s3://bucket/out/clean", storage_options=s3)
     want = pd.read_parquet(single / "out" / "clean")
     pd.testing.assert_frame_equal(_canonical(got), _canonical(want))
-    stats = json.loads(fs.cat_file("bucket/out/clean/.curator/_stats.json"))
+    stats = json.loads(fs.cat_file("bucket/out/clean.curator/_stats.json"))
     assert (stats["read"], stats["quarantined"]) == (len(corpus) + 1, 1)

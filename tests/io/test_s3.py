@@ -50,7 +50,7 @@ def test_jsonl_round_trip_and_byte_ranges(s3_bucket: tuple[str, dict[str, Any]])
     results = write_jsonl(dd.from_pandas(pdf, npartitions=3), f"{url}/out", storage_options=options)
     assert [r.path for r in results] == [f"{url}/out/part-{i:05d}.jsonl" for i in range(3)]
     fs = _fs(options)
-    assert json.loads(fs.cat_file(f"{url}/out/.curator/_SUCCESS"))["rows_written"] == 200
+    assert json.loads(fs.cat_file(f"{url}/out.curator/_SUCCESS"))["rows_written"] == 200
     # A blocksize smaller than each file: byte-range reads through the S3 API.
     reader = JsonlReader(f"{url}/out", blocksize=1500, storage_options=options)
     specs = reader.partitions()

@@ -58,11 +58,11 @@ def test_round_trip(tmp_path: Path, write, read, suffix: str) -> None:
     assert [r.index for r in results] == [0, 1, 2]
     assert sum(r.rows for r in results) == len(pdf)
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert names == [".curator", *(f"part-{i:05d}.{suffix}" for i in range(3))]
+    assert names == [f"part-{i:05d}.{suffix}" for i in range(3)]
     back = read(str(tmp_path / "out"), files_per_partition=1)
     assert back.npartitions == 3
     assert_eq(back, pdf, check_index=False, check_dtype=False)
-    marker = json.loads((tmp_path / "out" / ".curator" / "_SUCCESS").read_text())
+    marker = json.loads((Path(str(tmp_path / "out") + ".curator") / "_SUCCESS").read_text())
     assert marker["rows_written"] == len(pdf)
     assert marker["partitions"] == 3
 
@@ -104,8 +104,7 @@ def test_finish_removes_what_a_killed_attempt_left_mid_run(tmp_path: Path) -> No
     writer.begin()
     orphans = [
         tmp_path / "part-00001.jsonl.tmp-0123456789abcdef0123456789abcdef",
-        tmp_path
-        / ".curator"
+        Path(str(tmp_path) + ".curator")
         / "_quarantine"
         / "part-00001.jsonl.tmp-ffffffffffffffffffffffffffffffff",
     ]
@@ -117,7 +116,6 @@ def test_finish_removes_what_a_killed_attempt_left_mid_run(tmp_path: Path) -> No
     writer.finish({"written": 2})
     assert not any(o.exists() for o in orphans)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        ".curator",
         "part-00000.jsonl",
         "part-00001.jsonl",
     ]
@@ -131,13 +129,15 @@ def test_resume_skips_finished_partitions(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "part-00001.jsonl").unlink()  # as if the run died before partition 1
     writer = JsonlWriter(str(tmp_path), mode="resume")
     writer.begin()
-    assert not (tmp_path / ".curator" / "_SUCCESS").exists()  # an unfinished run is not marked done
+    assert not (
+        Path(str(tmp_path) + ".curator") / "_SUCCESS"
+    ).exists()  # an unfinished run is not marked done
     assert [writer.is_done(i) for i in range(3)] == [True, False, True]
     results = write_jsonl(df, str(tmp_path), mode="resume")
     assert [r.index for r in results] == [1]
     assert (tmp_path / "part-00000.jsonl").read_bytes() == first
     assert len(read_jsonl(str(tmp_path)).compute()) == 30
-    marker = json.loads((tmp_path / ".curator" / "_SUCCESS").read_text())
+    marker = json.loads((Path(str(tmp_path) + ".curator") / "_SUCCESS").read_text())
     assert (marker["written"], marker["skipped"]) == (1, 2)
     assert not JsonlWriter(str(tmp_path)).is_done(0)  # overwrite mode never skips
 
@@ -149,12 +149,11 @@ def test_overwrite_clears_an_earlier_run_only(tmp_path: Path) -> None:
     write_parquet(dd.from_pandas(_frame(), npartitions=2), str(tmp_path))
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [
-        ".curator",
         "README.txt",
         "part-00000.parquet",
         "part-00001.parquet",
     ]
-    assert list((tmp_path / ".curator" / "_quarantine").iterdir()) == []
+    assert list((Path(str(tmp_path) + ".curator") / "_quarantine").iterdir()) == []
 
 
 def test_error_mode_refuses_a_non_empty_directory(tmp_path: Path) -> None:
@@ -202,7 +201,7 @@ def _quarantine_rows(n: int) -> pd.DataFrame:
 def test_write_and_read_quarantine(tmp_path: Path) -> None:
     assert write_quarantine(empty_quarantine(), str(tmp_path), 0) is None
     path = write_quarantine(_quarantine_rows(3), str(tmp_path), 7)
-    assert path == str(tmp_path / ".curator" / "_quarantine" / "part-00007.jsonl")
+    assert path == str(Path(str(tmp_path) + ".curator") / "_quarantine" / "part-00007.jsonl")
     q = read_quarantine(str(tmp_path))
     assert q["line"].tolist() == [1, 2, 3]
     assert q["raw"].tolist() == ["{bad \\xff"] * 3  # bytes decoded with backslashreplace
@@ -221,7 +220,7 @@ def test_writers_are_picklable_and_accept_pandas(tmp_path: Path) -> None:
     assert res.path.endswith("part-00012.parquet")
     assert res.rows == 4
     writer.finish({"read": 4})
-    assert json.loads((tmp_path / ".curator" / "_SUCCESS").read_text()) == {"read": 4}
+    assert json.loads((Path(str(tmp_path) + ".curator") / "_SUCCESS").read_text()) == {"read": 4}
     assert len(write_jsonl(_frame(3), str(tmp_path / "j"))) == 1
 
 

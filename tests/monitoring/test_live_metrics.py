@@ -114,7 +114,7 @@ def test_counters_grow_as_partitions_finish(
     hist = m.stage_seconds.labels(name, "EvenWords")
     samples = {s.name: s.value for s in hist._samples() if not s.labels}
     assert samples["_count"] == N_FILES
-    stats = json.loads((tmp_path / "out" / ".curator" / "_stats.json").read_text())
+    stats = json.loads((Path(str(tmp_path / "out") + ".curator") / "_stats.json").read_text())
     total = next(s["seconds"] for s in stats["stages"] if s["name"] == "EvenWords")
     assert samples["_sum"] == pytest.approx(total, rel=1e-6)
     assert value(m.tasks_failed, name, "EvenWords") == 0  # the series exists, at zero

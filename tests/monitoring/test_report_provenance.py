@@ -61,7 +61,7 @@ def test_report_says_what_produced_the_output(tmp_path: Path, threads_client: An
     first = run(tmp_path / "in", out, threads_client, "overwrite")
     html = write_run_report(out).read_text()
     # the stage's parameters, from _stats.json
-    stats = json.loads((out / ".curator" / "_stats.json").read_text())
+    stats = json.loads((Path(str(out) + ".curator") / "_stats.json").read_text())
     assert stats["parameters"]["WordCountFilter"]["min_words"] == 5
     assert "min_words=5" in html
     # quarantine by reason, counted from the quarantine files themselves
@@ -81,11 +81,11 @@ def test_report_says_what_produced_the_output(tmp_path: Path, threads_client: An
         assert e["id"] in html
 
     # a rerun that finds every partition written: same totals, and the time of the real run
-    (out / ".curator" / "_report.html").unlink()
+    (Path(str(out) + ".curator") / "_report.html").unlink()
     second = run(tmp_path / "in", out, threads_client, "resume")
     assert second.partitions_skipped == second.partitions == 3
     assert (second.read, second.kept, second.removed) == (first.read, first.kept, first.removed)
-    runs = json.loads((out / ".curator" / RUNS_FILE).read_text())
+    runs = json.loads((Path(str(out) + ".curator") / RUNS_FILE).read_text())
     assert [r["partitions_written"] for r in runs] == [3]
     html = write_run_report(out).read_text()
     assert "wrote 0 of 3 partitions; 3 were done before" in html
@@ -93,4 +93,4 @@ def test_report_says_what_produced_the_output(tmp_path: Path, threads_client: An
     assert f"{runs[0]['wall_seconds']:.1f} s" in html
     # an overwrite starts the history again
     run(tmp_path / "in", out, threads_client, "overwrite")
-    assert len(json.loads((out / ".curator" / RUNS_FILE).read_text())) == 1
+    assert len(json.loads((Path(str(out) + ".curator") / RUNS_FILE).read_text())) == 1

@@ -56,16 +56,18 @@ def audit(out: Path) -> Audit:
         with open(part, encoding="utf-8", errors="surrogatepass") as f:
             kept.extend(json.loads(line) for line in f if line.strip())
     quarantine: list[dict[str, Any]] = []
-    for part in sorted((out / ".curator" / "_quarantine").glob("part-*.jsonl")):
+    for part in sorted((Path(str(out) + ".curator") / "_quarantine").glob("part-*.jsonl")):
         with open(part, encoding="utf-8", errors="surrogatepass") as f:
             quarantine.extend(json.loads(line) for line in f if line.strip())
     stats = (
-        json.loads((out / ".curator" / "_stats.json").read_text())
-        if (out / ".curator" / "_stats.json").exists()
+        json.loads((Path(str(out) + ".curator") / "_stats.json").read_text())
+        if (Path(str(out) + ".curator") / "_stats.json").exists()
         else {}
     )
     hashes = Counter(doc_hash(d.get("id"), d["text"]) for d in kept)
-    return Audit(kept, quarantine, stats, (out / ".curator" / "_SUCCESS").exists(), hashes)
+    return Audit(
+        kept, quarantine, stats, (Path(str(out) + ".curator") / "_SUCCESS").exists(), hashes
+    )
 
 
 def pipeline_spec(reader: dict[str, Any], out: Path, **config: Any) -> dict[str, Any]:

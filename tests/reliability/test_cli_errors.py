@@ -288,7 +288,7 @@ def test_ctrl_c_says_how_far_the_run_got_and_resume_finishes_it(tmp_path: Path) 
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
-    while len(list((out / ".curator" / "_stats").glob("part-*.json"))) < 2:
+    while len(list((Path(str(out) + ".curator") / "_stats").glob("part-*.json"))) < 2:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -296,12 +296,12 @@ def test_ctrl_c_says_how_far_the_run_got_and_resume_finishes_it(tmp_path: Path) 
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "Traceback" not in err
-    finished = len(list((out / ".curator" / "_stats").glob("part-*.json")))
+    finished = len(list((Path(str(out) + ".curator") / "_stats").glob("part-*.json")))
     lines = [ln for ln in err.splitlines() if ln.startswith("curator-dask:")]
     assert len(lines) == 2, err
     assert f"{finished} partition(s) finished" in lines[0]
     assert "run the same command again" in lines[1]
-    assert not (out / ".curator" / "_SUCCESS").exists()
+    assert not (Path(str(out) + ".curator") / "_SUCCESS").exists()
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert f"({finished} already done)" in again.stdout

@@ -223,7 +223,7 @@ def _read_back(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     kept = ds.dataset(out / "deduplicated", format="parquet").to_table().to_pylist()
     quarantine = [
         json.loads(line)
-        for f in sorted((out / ".curator" / "_quarantine").glob("*.jsonl"))
+        for f in sorted((Path(str(out) + ".curator") / "_quarantine").glob("*.jsonl"))
         for line in f.read_text().splitlines()
     ]
     return kept, quarantine

@@ -1,9 +1,9 @@
 """Dedup commands under bad input: one input listing (README and hidden files skipped), the
-quarantine under the output directory, and every document accounted for.
+quarantine beside the output directory, and every document accounted for.
 
-The audit reads ``deduplicated/``, ``removed_ids/`` and ``.curator/_quarantine/`` back with pyarrow
-and json; ``read = kept + removed + quarantined``; kept and removed ids are disjoint and
-together the ids of every readable input document.
+The audit reads ``deduplicated/``, ``removed_ids/`` and ``<output>.curator/_quarantine/``
+back with pyarrow and json; ``read = kept + removed + quarantined``; kept and removed ids
+are disjoint and together the ids of every readable input document.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_exact_dedup_accounts_for_every_document(tmp_path: Path) -> None:
     removed = ds.dataset(out / "removed_ids", format="parquet").to_table().column("id")
     quarantine = [
         json.loads(line)
-        for f in sorted((out / ".curator" / "_quarantine").glob("*.jsonl"))
+        for f in sorted((Path(str(out) + ".curator") / "_quarantine").glob("*.jsonl"))
         for line in f.read_text().splitlines()
     ]
     kept_ids = [d["id"] for d in kept]
