@@ -36,10 +36,12 @@ from curator_dask.nemo import filters as nemo_filters
 
 # Constructors that need arguments; the token filters need a tokenizer and send no regex.
 _NEEDS_ARGS = {
-    "C4BadWordsFilter": lambda: C4BadWordsFilter(bad_words=["badword", "two words"]),
-    "HistogramFilter": lambda: HistogramFilter(lang="en"),
-    "LineRemover": lambda: LineRemover(pattern="^Advertisement$"),
-    "GeneralCommentToCodeFilter": lambda: nemo_filters.GeneralCommentToCodeFilter("python"),
+    C4BadWordsFilter: lambda: C4BadWordsFilter(bad_words=["badword", "two words"]),
+    HistogramFilter: lambda: HistogramFilter(lang="en"),
+    LineRemover: lambda: LineRemover(pattern="^Advertisement$"),
+    nemo_filters.GeneralCommentToCodeFilter: lambda: nemo_filters.GeneralCommentToCodeFilter(
+        "python"
+    ),
 }
 _SKIPPED = {"DocumentFilter", "Filter", "Modifier", "TokenCountFilter", "TokenizerFertilityFilter"}
 
@@ -50,9 +52,12 @@ def _stages(tmp_path):
         "language,extension,Include,Long_line_threshold,Alphanum_threshold,Alpha filter\n"
         "python,py,1,30,0.25,0.25\n"
     )
-    _NEEDS_ARGS["PerExtensionFilter"] = lambda: PerExtensionFilter(
-        lang="Python", extension="py", metadata_file=str(meta)
-    )
+    needs_args = {
+        **_NEEDS_ARGS,
+        PerExtensionFilter: lambda: PerExtensionFilter(
+            lang="Python", extension="py", metadata_file=str(meta)
+        ),
+    }
     seen = []
     for names, ns in ((filter_names, filter_ns), (modifier_names, modifier_ns)):
         seen += [(n, ns[n]) for n in names if isinstance(ns[n], type)]
@@ -60,14 +65,14 @@ def _stages(tmp_path):
     for name, cls in seen:
         if name in _SKIPPED or not isinstance(cls, type):
             continue
-        make = _NEEDS_ARGS.get(name, cls)
-        if name == "GeneralCommentToCodeFilter" and cls.__module__.startswith(
-            "curator_dask.filters"
+        if (
+            name == "GeneralCommentToCodeFilter"
+            and cls is not nemo_filters.GeneralCommentToCodeFilter
         ):
             continue  # the NeMo version names its language
         if name == "PerExtensionFilter" and cls.__module__.startswith("curator_dask.nemo"):
             continue  # reads code_meta.csv from the working directory
-        yield name, make()
+        yield name, needs_args.get(cls, cls)()
 
 
 def _texts():

@@ -25,8 +25,21 @@ from curator_dask.stage import Filter
 
 
 def _char_class(chars: str) -> str:
-    """A regex character class matching any of ``chars``."""
-    return "[" + "".join("\\" + c if c in "\\]^-[" else c for c in chars) + "]"
+    """A regex character class matching any of ``chars``.
+
+    In the syntax RE2 and libcudf share: ``\\ ] ^ -`` escaped with a backslash, control
+    characters and ``[`` as ``\\xHH`` (libcudf's parser stops at a literal NUL and
+    documents no other escape inside a class).
+    """
+
+    def member(c: str) -> str:
+        if c in "\\]^-":
+            return "\\" + c
+        if c == "[" or ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F:
+            return f"\\x{ord(c):02x}"
+        return c
+
+    return "[" + "".join(member(c) for c in chars) + "]"
 
 
 #: What Python's ``str.strip()`` removes from the ends of a text (ASCII and Unicode spaces).
