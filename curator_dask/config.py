@@ -159,19 +159,22 @@ def tightest_worker(workers: dict[str, Any]) -> tuple[int, int | None, int]:
 
 
 #: The workers a run is planned for, set by an executor that knows them before they exist.
-_PLANNED: contextvars.ContextVar[tuple[int | None, int] | None] = contextvars.ContextVar(
-    "curator_planned_workers", default=None
+_PLANNED: contextvars.ContextVar[tuple[int | None, int, int | None] | None] = (
+    contextvars.ContextVar("curator_planned_workers", default=None)
 )
 
 
 @contextlib.contextmanager
-def planned_workers(memory_limit: int | None, threads_per_worker: int = 1) -> Iterator[None]:
+def planned_workers(
+    memory_limit: int | None, threads_per_worker: int = 1, n_workers: int | None = None
+) -> Iterator[None]:
     """Within this block, :func:`default_blocksize` without a client sizes for these workers.
 
     An executor that starts its own cluster lists the input's partitions before the
-    cluster exists; it knows the memory limit and threads its workers will get, and says
-    so here (:class:`~curator_dask.executor.DaskExecutor` does). ``memory_limit`` None
-    means no limit (the configured ``curator.io.blocksize``).
+    cluster exists; it knows the memory limit, threads and number of the workers it will
+    get, and says so here (:class:`~curator_dask.executor.DaskExecutor` does).
+    ``memory_limit`` None means no limit (the configured ``curator.io.blocksize``);
+    ``n_workers`` None: unknown (one is assumed).
 
     Examples
     --------
@@ -179,14 +182,28 @@ def planned_workers(memory_limit: int | None, threads_per_worker: int = 1) -> It
     ...     default_blocksize() // 2**20
     128
     """
-    token = _PLANNED.set((memory_limit, max(1, int(threads_per_worker))))
+    n = None if n_workers is None else max(1, int(n_workers))
+    token = _PLANNED.set((memory_limit, max(1, int(threads_per_worker)), n))
     try:
         yield
     finally:
         _PLANNED.reset(token)
 
 
-def default_blocksize(client: Any = None, expansion: float = 1.0) -> int:
+@contextlib.contextmanager
+def workers_of(client: Any) -> Iterator[None]:
+    """:func:`planned_workers` for ``client``'s workers (nothing for None)."""
+    if client is None:
+        yield
+        return
+    n, limit, threads = worker_resources(client)
+    with planned_workers(limit, threads, n or None):
+        yield
+
+
+def default_blocksize(
+    client: Any = None, expansion: float = 1.0, input_bytes: float | None = None
+) -> int:
     """The readers' blocksize (bytes on disk) when none is given.
 
     With workers that have a memory limit (those of ``client``; else, inside
@@ -198,7 +215,14 @@ def default_blocksize(client: Any = None, expansion: float = 1.0) -> int:
     bytes per stored byte (a reader's ``expansion``: about 3 for Parquet). So partitions
     stay a fixed size however large the corpus, and a worker, idle memory included, stays
     under that share of its limit. Otherwise ``curator.io.blocksize``.
-    Resolved on the client, at run time, by the readers and the dedup workflows.
+
+    With ``input_bytes`` (the input's bytes on disk) above ``curator.io.split-above`` (8 MiB),
+    the blocksize is also at most what splits the input into
+    ``curator.io.partitions-per-thread`` (2) partitions for every worker thread (at least
+    1 MiB), so every thread has work and a slow partition does not hold the run: the
+    workers of ``client``, else the planned ones, else the active client's, else this
+    machine's cores (dask's local scheduler). Resolved on the client, at run time, by the
+    readers when they list the input.
 
     Examples
     --------
@@ -208,18 +232,25 @@ def default_blocksize(client: Any = None, expansion: float = 1.0) -> int:
     from dask.utils import parse_bytes
 
     ceiling = int(parse_bytes(get("io.blocksize", "256MB")))
-    if not get("io.blocksize-from-memory", True):
-        return ceiling
     planned = _PLANNED.get() if client is None else None
     if planned is not None:
-        limit, threads = planned
+        limit, threads, n_workers = planned
     else:
-        _, limit, threads = worker_resources(client)
-    if not limit:
-        return ceiling
-    peak = float(get("io.peak-per-partition-byte", 4)) * max(float(expansion), 1.0)
-    # The whole worker, idle memory included, stays under the fraction of its limit (a
-    # quarter of that share at least, for limits barely above an idle worker).
-    share = limit * float(get("io.memory-fraction", 0.6))
-    usable = max(share - BASE_WORKER_BYTES, share / 4)
-    return blocksize_for_memory(usable, threads, peak_per_partition_byte=peak, memory_fraction=1)
+        n_workers, limit, threads = worker_resources(client)
+    blocksize = ceiling
+    if limit and get("io.blocksize-from-memory", True):
+        peak = float(get("io.peak-per-partition-byte", 4)) * max(float(expansion), 1.0)
+        # The whole worker, idle memory included, stays under the fraction of its limit (a
+        # quarter of that share at least, for limits barely above an idle worker).
+        share = limit * float(get("io.memory-fraction", 0.6))
+        usable = max(share - BASE_WORKER_BYTES, share / 4)
+        blocksize = blocksize_for_memory(
+            usable, threads, peak_per_partition_byte=peak, memory_fraction=1
+        )
+    if input_bytes and input_bytes > parse_bytes(get("io.split-above", "8MiB")):
+        if planned is None and not n_workers:  # no cluster: dask's local scheduler
+            n_workers, threads = 1, os.cpu_count() or 1
+        per_thread = max(1, int(get("io.partitions-per-thread", 2)))
+        parts = per_thread * max(1, n_workers or 1) * max(1, threads)
+        blocksize = min(blocksize, max(2**20, int(input_bytes // parts)))
+    return blocksize

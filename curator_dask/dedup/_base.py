@@ -356,8 +356,10 @@ class DedupInput:
     def reader(self) -> Any:
         """The io reader of the files (None for a dask frame input); made once.
 
-        Without ``blocksize`` the partitions follow the workers' memory limit
-        (:func:`curator_dask.config.default_blocksize`), decided here on the client.
+        Without ``blocksize`` the partitions follow the workers' memory limit and number
+        (:func:`curator_dask.config.default_blocksize`), decided on the client when the
+        reader lists the input (within :func:`curator_dask.config.workers_of` this input's
+        client).
         """
         if self.paths is None:
             return None
@@ -366,12 +368,11 @@ class DedupInput:
         fmt = self.input_format or choose_format(self.paths, self.storage_options)
         self.input_format = fmt
         cls = _reader_class(fmt)
-        blocksize = self.blocksize or config.default_blocksize(self.client, cls.expansion)
         self._reader = cls(
             self.paths,
             text_column=self.text_column,
             id_column=self.id_column,
-            blocksize=blocksize,
+            blocksize=self.blocksize,
             quarantine_path=self.quarantine_path,
             storage_options=self.storage_options,
         )
@@ -384,14 +385,18 @@ class DedupInput:
             needed = self.content_column or self.text_column
             check_columns(list(self.df.columns), "the dataframe", needed, self.id_column)
         else:
-            self.reader().check_columns()
+            with config.workers_of(self.client):
+                self.reader().check_columns()
 
     def frame(self) -> Any:
         """The input as a lazy dask frame (built once)."""
         if self._frame is None:
             if self.df is not None:
                 self.check_columns()
-            self._frame = self.df if self.df is not None else self.reader().to_dask()
+                self._frame = self.df
+            else:
+                with config.workers_of(self.client):
+                    self._frame = self.reader().to_dask()
         return self._frame
 
     def fingerprint(self) -> str:
@@ -403,7 +408,9 @@ class DedupInput:
             else:
                 reader = self.reader()
                 rows = []
-                for spec in reader.partitions():
+                with config.workers_of(self.client):
+                    specs = reader.partitions()
+                for spec in specs:
                     for path in spec.paths:
                         fs, p = get_fs(path, self.storage_options)
                         info = fs.info(p)

@@ -182,30 +182,32 @@ class DaskExecutor(Executor):
             return contextlib.nullcontext()
         return _config.planned_workers(*workers)
 
-    def _planned_workers(self) -> tuple[int | None, int] | None:
-        """``(memory_limit, threads_per_worker)`` of the workers the run will use, if known."""
+    def _planned_workers(self) -> tuple[int | None, int, int | None] | None:
+        """``(memory_limit, threads_per_worker, n_workers)`` of the run's workers, if known."""
         self._connect_error = None
         if self.client is not None:
-            _, limit, threads = _config.worker_resources(self.client)
-            return limit, threads
+            n, limit, threads = _config.worker_resources(self.client)
+            return limit, threads, n or None
         connect = self._connect_config()
         if connect is not None:
             # Ask the scheduler (one short extra connection, before listing the input).
             try:
                 with get_client(connect) as client:
-                    _, limit, threads = _config.worker_resources(client)
+                    n, limit, threads = _config.worker_resources(client)
             except ClusterConnectError as e:
                 # raised again when the run needs the cluster (not after a second wait)
                 self._connect_error = e
                 return None
-            return limit, threads
+            return limit, threads, n or None
         if self.cluster is None or isinstance(self.cluster, ClusterConfig):
-            return (self.cluster or ClusterConfig.from_dask_config()).worker_memory()
+            config = self.cluster or ClusterConfig.from_dask_config()
+            memory = config.worker_memory()
+            return None if memory is None else (*memory, config.sized()[0])
         info = getattr(self.cluster, "scheduler_info", None)  # a running cluster object
         if not isinstance(info, dict):
             return None
-        _, limit, threads = _config.tightest_worker(info.get("workers") or {})
-        return limit, threads
+        n, limit, threads = _config.tightest_worker(info.get("workers") or {})
+        return limit, threads, n or None
 
     @contextlib.contextmanager
     def _client(self, plan: RunPlan) -> Iterator[Any]:

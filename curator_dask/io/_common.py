@@ -510,7 +510,7 @@ class FileReader(Reader):
         files = list_files(self.paths, self.suffixes, self.storage_options)
         # Resolved here, on the client, from the whole listing; travels with the reader.
         self._id_names = id_names([f.path for f in files])
-        bs = self._resolve_blocksize()
+        bs = self._resolve_blocksize(sum(f.size or 0 for f in files))
         specs = group_files(
             files,
             bs,
@@ -589,12 +589,15 @@ class FileReader(Reader):
             return None
         return getattr(self, "_resolved_blocksize", None) or self._resolve_blocksize()
 
-    def _resolve_blocksize(self) -> int | None:
+    def _resolve_blocksize(self, input_bytes: float | None = None) -> int | None:
         """The given blocksize, else :func:`curator_dask.config.default_blocksize` for this
-        format's expansion (decided on the client each time the partitions are listed)."""
+        format's expansion and the input's ``input_bytes`` (decided on the client each time
+        the partitions are listed)."""
         if self.files_per_partition is not None:
             return None
-        bs = self._blocksize or config.default_blocksize(expansion=self.expansion)
+        bs = self._blocksize or config.default_blocksize(
+            expansion=self.expansion, input_bytes=input_bytes
+        )
         self._resolved_blocksize = bs
         return bs
 
