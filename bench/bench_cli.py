@@ -72,11 +72,12 @@ def _tree_sample(proc: psutil.Process, cpu: dict[int, float]) -> int:
     return total
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Run ``cmd``; return wall seconds, CPU seconds of its process tree and peak tree RSS."""
+def measure(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> dict[str, Any]:
+    """Run ``cmd`` (in ``cwd``); return wall seconds, CPU seconds of its process tree and
+    peak tree RSS."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     ps = psutil.Process(proc.pid)
     peak = 0
     stop = threading.Event()
