@@ -34,18 +34,20 @@ def _numpy_version() -> tuple[int, int]:
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
 
 
-def import_rapids(name: str) -> ModuleType:
+def import_rapids(name: str, required: bool = True) -> ModuleType | None:
     """Import a RAPIDS module (``cudf``, ``dask_cuda``...), or say in one line why not.
 
-    Missing: which extra installs it. Present but failing to import under a numpy the
-    release does not support (numba-cuda's ``np.row_stack`` with numpy >= 2.5): which
-    numpy to install, instead of numba's traceback.
+    Missing: which extra installs it (``None`` instead when not ``required``). Present
+    but failing to import under a numpy the release does not support (numba-cuda's
+    ``np.row_stack`` with numpy >= 2.5): which numpy to install, not numba's traceback.
     """
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as err:
         if err.name and err.name.split(".")[0] != name.split(".")[0]:
             raise _numpy_error(name, err) or err from err
+        if not required:
+            return None
         raise ImportError(
             f"{name} is not installed: pip install 'curator_dask[gpu-cu13]' (CUDA 13 driver) "
             "or 'curator_dask[gpu-cu12]' (CUDA 12); see docs/gpu.md"
@@ -72,7 +74,9 @@ def frame_module(name: str | None = None) -> ModuleType:
     name = name or backend_name()
     if name == "pandas":
         return pd
-    return import_rapids(name)
+    mod = import_rapids(name)
+    assert mod is not None
+    return mod
 
 
 def to_backend(part: Any, name: str | None = None) -> Any:

@@ -374,8 +374,9 @@ def _gpu_cluster(config: ClusterConfig) -> Any:
     from curator_dask._backend import import_rapids
 
     # Here, not in the workers: a RAPIDS that cannot import (a numpy it does not support)
-    # is reported in one line before any worker starts.
-    import_rapids("cudf")
+    # is reported in one line before any worker starts. cudf itself is optional here (a
+    # GPU cluster for torch stages needs only dask-cuda).
+    import_rapids("cudf", required=False)
     import_rapids("dask_cuda")
     from dask_cuda import LocalCUDACluster
     from dask_cuda.utils import get_device_total_memory

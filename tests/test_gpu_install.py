@@ -86,3 +86,13 @@ def test_the_gpu_extras_pin_the_numpy_the_message_names() -> None:
     extras = cfg["options.extras_require"]
     for extra in ("gpu", "gpu-cu12", "gpu-cu13"):
         assert f"numpy>=2.0,<{_backend.NUMPY_CEILING}" in extras[extra].split("\n"), extra
+
+
+def test_gpu_cluster_without_cudf_still_asks_only_for_dask_cuda(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "cudf", None)  # not installed
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)
+    with (
+        pytest.raises(ImportError, match="dask_cuda is not installed"),
+        get_client(ClusterConfig(kind="gpu")),
+    ):
+        pass
