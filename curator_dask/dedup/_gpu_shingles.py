@@ -27,7 +27,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from curator_dask.dedup.minhash import FNV_OFFSET, FNV_PRIME, POLY, shingle_hashes
+from curator_dask.dedup.minhash import FNV_OFFSET, FNV_PRIME, POLY, ShingleKind, shingle_hashes
 
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -232,7 +232,7 @@ def shingle_hashes_from_units(
     units: np.ndarray,
     unit_offsets: np.ndarray,
     ngram: int,
-    kind: str = "word",
+    kind: ShingleKind = "word",
     normalization: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Host run of the per-document kernels: ``(hashes, offsets, host_docs)``.
@@ -259,7 +259,7 @@ def splice_host_docs(
     host_docs: np.ndarray,
     texts: Any,
     ngram: int,
-    kind: str,
+    kind: ShingleKind,
     normalization: str | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Put the host reference's shingles of ``host_docs`` (``texts``: their pandas text)."""
@@ -308,7 +308,7 @@ def _device_kernels() -> dict[str, Any]:
 
 
 def device_shingle_hashes(
-    text: Any, ngram: int, kind: str = "word", normalization: str | None = None
+    text: Any, ngram: int, kind: ShingleKind = "word", normalization: str | None = None
 ) -> tuple[Any, Any]:
     """Shingle hashes of a cudf string Series on its GPU: ``(hashes, offsets)`` as CuPy arrays.
 
