@@ -166,3 +166,30 @@ def test_stage_pickles_without_model(ready):
     blob = pickle.dumps(ready)
     assert len(blob) < 2_000
     assert "_key" not in pickle.loads(blob).__dict__
+
+
+@pytest.mark.gpu
+def test_gpu_matches_cpu(expected):
+    """Embeddings on a GPU equal the CPU reference (full precision), and to fp16 with autocast."""
+    from curator_dask import Resources
+
+    frame = pd.DataFrame({"text": TEXTS})
+    full = copy.copy(
+        EmbeddingCreator(
+            model_inference_batch_size=3,
+            max_chars=None,
+            autocast=False,
+            resources=Resources(gpus=1),
+        )
+    )
+    full.setup()
+    assert full._device == "cuda"
+    got = column_to_embeddings(full.process(frame)["embedding"])
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+    half = copy.copy(
+        EmbeddingCreator(model_inference_batch_size=3, max_chars=None, resources=Resources(gpus=1))
+    )
+    half.setup()
+    assert half.autocast
+    got = column_to_embeddings(half.process(frame)["embedding"])
+    np.testing.assert_allclose(got, expected, atol=2e-2)
