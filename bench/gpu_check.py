@@ -6,7 +6,9 @@
 ``fuzzy-dedup --perform-removal`` and ``semantic-dedup``, each once on CPU workers and
 once with ``--gpu`` on the cudf backend (``DASK_DATAFRAME__BACKEND=cudf``), on the shipped
 sample unless ``--input`` names another JSONL file. Every output dataset is read back,
-sorted by id and hashed (id and text); the GPU run passes when its hashes equal the CPU's.
+sorted by id and hashed (id and text); the GPU run passes when its hashes equal the CPU's
+(when they differ, the Jaccard similarity of the two removed-id sets says by how much:
+semantic dedup embeds in half precision on a GPU by default).
 Then ``bench/bench_minhash_gpu.py``. One table at the end (the ``gpu`` tests' counts from
 ``--tests-log`` too), and ``OUT/gpu_check.json``. Exit status: the number of failures.
 """
@@ -46,6 +48,21 @@ def digest(path: str) -> tuple[int, str]:
     for i, t in zip(frame["id"].astype(str), texts, strict=True):
         h.update(f"{i}\t{t}\n".encode())
     return len(frame), h.hexdigest()[:16]
+
+
+def _ids(path: str) -> set[str]:
+    import pandas as pd
+
+    files = sorted(glob.glob(os.path.join(path, "*.parquet")))
+    if not files:
+        return set()
+    return set(pd.concat([pd.read_parquet(f, columns=["id"]) for f in files])["id"].astype(str))
+
+
+def _overlap(a: str, b: str) -> float | None:
+    """Jaccard similarity of the ids in two removed-id datasets (how far apart they are)."""
+    x, y = _ids(a), _ids(b)
+    return round(len(x & y) / len(x | y), 4) if x | y else None
 
 
 def _commands(data: str, work: str, mode: str) -> dict[str, tuple[list[str], list[str]]]:
@@ -134,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         same = result["cpu_rc"] == 0 and result["gpu_rc"] == 0
         same = same and result["cpu_digest"] == result["gpu_digest"]
         result["status"] = "ok" if same else "FAIL"
+        if not same and result["cpu_rc"] == 0 and result["gpu_rc"] == 0:
+            # semantic dedup embeds under autocast (fp16) on a GPU: say how far apart
+            cpu_out, gpu_out = cmds["cpu"][name][1][0], cmds["gpu"][name][1][0]
+            result["removed_jaccard"] = _overlap(cpu_out, gpu_out)
         failures += not same
         rows.append(result)
         print(json.dumps(result), flush=True)
@@ -163,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{n}={d[0]}:{d[1]}" if d else "-"
                 for n, d in zip(r["outputs"], r.get("gpu_digest") or [], strict=False)
             ) + ("" if r["status"] == "ok" else f" (cpu {r.get('cpu_digest')})")
+            if "removed_jaccard" in r:
+                detail += f" removed-ids Jaccard {r['removed_jaccard']}"
         cpu_s = r.get("cpu_s", "")
         gpu_s = r.get("gpu_s", "")
         print(f"{r['check']:<20} {r['status']:<6} {cpu_s!s:>7} {gpu_s!s:>7}  {detail}")

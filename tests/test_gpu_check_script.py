@@ -58,3 +58,11 @@ def test_digest_ignores_row_order_and_files(tmp_path: Path) -> None:
     assert gpu_check.digest(str(tmp_path / "one")) == gpu_check.digest(str(tmp_path / "two"))
     frame.assign(text=["x", "y", "Z"]).to_parquet(tmp_path / "one" / "part-0.parquet")
     assert gpu_check.digest(str(tmp_path / "one")) != gpu_check.digest(str(tmp_path / "two"))
+
+
+def test_overlap_of_removed_ids(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    pd.DataFrame({"id": ["1", "2", "3"]}).to_parquet(tmp_path / "a" / "part-0.parquet")
+    pd.DataFrame({"id": ["2", "3", "4"]}).to_parquet(tmp_path / "b" / "part-0.parquet")
+    assert gpu_check._overlap(str(tmp_path / "a"), str(tmp_path / "b")) == 0.5
