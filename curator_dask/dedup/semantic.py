@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from dask.base import tokenize
 
-from curator_dask import _backend
+from curator_dask import _backend, config
 from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
@@ -189,7 +189,15 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         n = sum(sizes)
         n_clusters = min(self.n_clusters, n)
         centroids, iterations = np.zeros((0, 0), np.float32), 0
-        if n_clusters:
+        # where k-means runs changes speed, not (beyond float rounding) results: config
+        device = str(config.get("dedup.kmeans-device", "host"))
+        if device not in ("host", "gpu"):
+            raise ValueError(f"curator.dedup.kmeans-device must be host|gpu, got {device!r}")
+        if n_clusters and device == "gpu":
+            centroids, iterations = kmeans_cuml(
+                files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, self.client
+            )
+        elif n_clusters:
             centroids, iterations = kmeans_distributed(
                 files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run.reporter
             )
@@ -673,6 +681,79 @@ def kmeans_reference(
     return centroids, it
 
 
+def _initial_centroids(
+    files: list[str],
+    sizes: list[int],
+    n_clusters: int,
+    seed: int,
+    storage_options: dict[str, Any] | None,
+) -> np.ndarray:
+    """The rows :func:`initial_rows` picks, read from the part files they are in."""
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    seeds = initial_rows(int(starts[-1]), n_clusters, seed)
+    picks = []
+    for i, f in enumerate(files):
+        local = seeds[(seeds >= starts[i]) & (seeds < starts[i + 1])] - starts[i]
+        if len(local):
+            picks.append(dask.delayed(_pick_rows)(f, storage_options, local.tolist()))
+    return np.concatenate(dask.compute(*picks)).astype(np.float32)
+
+
+def _device_matrix(path: str, storage_options: dict[str, Any] | None) -> Any:
+    import cupy
+
+    return cupy.asarray(_read_matrix(path, storage_options))
+
+
+def kmeans_cuml(
+    files: list[str],
+    sizes: list[int],
+    n_clusters: int,
+    seed: int,
+    max_iter: int,
+    storage_options: dict[str, Any] | None,
+    client: Any,
+) -> tuple[np.ndarray, int]:
+    """k-means by cuML's dask estimator on the GPU workers; ``(centroids, iterations)``.
+
+    Lloyd's iterations from the same initial rows as :func:`kmeans_distributed`, with the
+    vectors read into GPU memory part file by part file (a dask array of CuPy blocks).
+    cuML's stopping rule is its own (``tol`` on the centroids' change), so the centroids
+    equal :func:`kmeans_distributed`'s to float32 rounding when both stop at the same
+    iteration. Used with ``curator.dedup.kmeans-device: gpu``; not yet run on a GPU
+    (docs/gpu.md).
+    """
+    import cupy
+    import dask.array as da
+    from cuml.dask.cluster import KMeans
+
+    init = _initial_centroids(files, sizes, n_clusters, seed, storage_options)
+    dim = init.shape[1]
+    meta = cupy.empty((0, dim), dtype=cupy.float32)
+    blocks = [
+        da.from_delayed(
+            dask.delayed(_device_matrix)(f, storage_options),
+            shape=(n, dim),
+            dtype=np.float32,
+            meta=meta,
+        )
+        for f, n in zip(files, sizes, strict=True)
+        if n
+    ]
+    model = KMeans(
+        client=client,
+        n_clusters=n_clusters,
+        init=cupy.asarray(init),
+        n_init=1,
+        max_iter=max_iter,
+        tol=KMEANS_TOL,
+    )
+    model.fit(da.concatenate(blocks))
+    centers = model.cluster_centers_
+    centers = centers.to_numpy() if hasattr(centers, "to_numpy") else cupy.asnumpy(centers)
+    return np.asarray(centers, dtype=np.float32), int(getattr(model, "n_iter_", max_iter))
+
+
 def kmeans_distributed(
     files: list[str],
     sizes: list[int],
@@ -687,14 +768,7 @@ def kmeans_distributed(
     Equal to :func:`kmeans_reference` on the concatenated files (same seed rows, same
     update); the client holds only the centroids and one ``n_clusters x dim`` sum.
     """
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    seeds = initial_rows(int(starts[-1]), n_clusters, seed)
-    picks = []
-    for i, f in enumerate(files):
-        local = seeds[(seeds >= starts[i]) & (seeds < starts[i + 1])] - starts[i]
-        if len(local):
-            picks.append(dask.delayed(_pick_rows)(f, storage_options, local.tolist()))
-    centroids = np.concatenate(dask.compute(*picks)).astype(np.float32)
+    centroids = _initial_centroids(files, sizes, n_clusters, seed, storage_options)
     counter = reporter.counter("k-means", max_iter, "iterations")
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned

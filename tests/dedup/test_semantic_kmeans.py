@@ -204,3 +204,28 @@ def test_a_frame_of_given_embeddings_needs_that_column_not_the_text(tmp_path):
             cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"),
             df=dd.from_pandas(pdf, npartitions=2), embedding_column="emb", n_clusters=4,
         ).run()  # fmt: skip
+
+
+@pytest.mark.gpu
+def test_cuml_kmeans_on_gpu_workers_equals_reference(tmp_path):
+    """cuML's dask KMeans from the same initial rows: the reference's centroids (1e-4)."""
+    pytest.importorskip("cuml")
+    dask_cuda = pytest.importorskip("dask_cuda")
+    from distributed import Client
+
+    from curator_dask.dedup._base import count_rows, join, parquet_files
+    from curator_dask.dedup.semantic import kmeans_cuml
+
+    v = _vectors(seed=1)
+    wf = SemanticDeduplicationWorkflow(
+        cache_path=str(tmp_path / "c"), output_path=str(tmp_path / "o"),
+        df=dd.from_pandas(_frame(v), npartitions=4), embedding_column="emb", n_clusters=10,
+        seed=5,
+    )  # fmt: skip
+    files = parquet_files(join(wf.compute_embeddings(), "data"), None)
+    sizes = [count_rows([f], None) for f in files]
+    ref, _ = kmeans_reference(v, 10, 5, 100)
+    with dask_cuda.LocalCUDACluster(n_workers=1) as cluster, Client(cluster) as client:
+        got, it = kmeans_cuml(files, sizes, 10, 5, 100, None, client)
+    assert it >= 1
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-4)
