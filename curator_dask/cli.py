@@ -66,24 +66,40 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     g.add_argument(
         "--scheduler-address",
         metavar="ADDR",
-        help="connect to a running scheduler, e.g. tcp://10.0.0.5:8786",
+        help="connect to a running scheduler, e.g. tcp://10.0.0.5:8786 (default: none, a local "
+        "cluster)",
     )
     g.add_argument(
         "--scheduler-file",
         metavar="FILE",
-        help="connect through a scheduler file (dask scheduler --scheduler-file)",
+        help="connect through a scheduler file (dask scheduler --scheduler-file) (default: none)",
     )
     g.add_argument(
         "--n-workers",
         type=int,
         metavar="N",
-        help="local workers; with a scheduler, workers to wait for",
+        help="local workers, started as asked; with a scheduler, workers to wait for (default: "
+        "curator.cluster.n-workers, else sized to the machine; a small input then runs on one "
+        "worker of threads in this process, and says so)",
     )
     g.add_argument(
-        "--threads-per-worker", type=int, metavar="N", help="threads of each local worker"
+        "--threads-per-worker",
+        type=int,
+        metavar="N",
+        help="threads of each local worker (default: curator.cluster.threads-per-worker, else "
+        "sized to the machine)",
     )
-    g.add_argument("--memory-limit", metavar="SIZE", help='per worker, e.g. "8GB" or "auto"')
-    g.add_argument("--local-directory", metavar="DIR", help="worker scratch and spill dir")
+    g.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help='per worker, e.g. "8GB" or "auto" (default: curator.cluster.memory-limit, auto: '
+        "the machine's memory split between the workers)",
+    )
+    g.add_argument(
+        "--local-directory",
+        metavar="DIR",
+        help="worker scratch and spill dir (default: dask's temporary-directory)",
+    )
     g.add_argument(
         "--gpu",
         action="store_true",
@@ -128,6 +144,11 @@ def cluster_config_from_args(
         value = getattr(args, name, None)
         if value is not None:
             changes[name] = value
+    asked = any(getattr(args, n, None) is not None for n in ("n_workers", "threads_per_worker"))
+    if asked and cfg.processes == "auto":
+        # workers asked for on the command line are started as asked: the one-worker
+        # in-process shortcut of processes="auto" is for when nothing was asked
+        changes["processes"] = True
     try:
         return dataclasses.replace(cfg, **changes) if changes else cfg
     except ValueError as e:
@@ -177,6 +198,19 @@ class RunConfig:
     max_in_flight: int | None = None
     cluster: ClusterConfig | None = None
     dask_config: dict[str, Any] = field(default_factory=dict)
+    #: The parsed file, as written.
+    source: Any = None
+
+
+def _strings(data: Any) -> list[str]:
+    """Every string value in a parsed YAML document."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, Mapping):
+        return [s for v in data.values() for s in _strings(v)]
+    if isinstance(data, (list, tuple)):
+        return [s for v in data for s in _strings(v)]
+    return []
 
 
 def load_run_config(path: str | os.PathLike[str]) -> RunConfig:
@@ -187,8 +221,38 @@ def load_run_config(path: str | os.PathLike[str]) -> RunConfig:
         with open(path) as f:
             data = yaml.safe_load(f)
     except yaml.YAMLError as e:
-        raise ConfigError("", f"{path} is not valid YAML: {e}") from e
+        # main() puts the file's name in front
+        raise ConfigError("", yaml_error_message(e)) from e
     return run_config_from_dict(data)
+
+
+def yaml_error_message(err: Exception) -> str:
+    """``line L, column C: not valid YAML: what`` on one line (1-based, as editors count).
+
+    >>> import yaml
+    >>> try:
+    ...     yaml.safe_load("a: b: c")
+    ... except yaml.YAMLError as e:
+    ...     print(yaml_error_message(e))
+    line 1, column 5: not valid YAML: mapping values are not allowed here
+    """
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None)
+    return f"{where}not valid YAML: {problem}" + (f" ({context})" if context else "")
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``known`` to ``name``, else ``""``.
+
+    >>> did_you_mean("WordCountFiltr", ["WordCountFilter", "UrlFilter"])
+    "; did you mean 'WordCountFilter'?"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def run_config_from_dict(data: Any) -> RunConfig:
@@ -220,7 +284,13 @@ def _check_config_keys(dask_config: Mapping[str, Any]) -> None:
     for key in dask_config:
         is_ours = isinstance(key, str) and key.startswith("curator.")
         if is_ours and dask.config.get(key, default=missing) is missing:
-            raise ConfigError(f"config.{key}", "unknown setting (see curator_dask/curator.yaml)")
+            section, _, _ = key.rpartition(".")
+            siblings = dask.config.get(section, default={}) or {}
+            names = [f"{section}.{k}" for k in siblings] if isinstance(siblings, dict) else []
+            hint = did_you_mean(key, names)
+            raise ConfigError(
+                f"config.{key}", f"unknown setting{hint} (see curator_dask/curator.yaml)"
+            )
 
 
 def _run_config(data: Mapping[str, Any], dask_config: dict[str, Any]) -> RunConfig:
@@ -259,7 +329,10 @@ def _run_config(data: Mapping[str, Any], dask_config: dict[str, Any]) -> RunConf
         names = [f.name for f in dataclasses.fields(ClusterConfig)]
         for key in data["cluster"]:
             if str(key).replace("-", "_") not in names:
-                raise ConfigError(f"cluster.{key}", f"unknown setting (known: {', '.join(names)})")
+                hint = did_you_mean(str(key).replace("-", "_"), names)
+                raise ConfigError(
+                    f"cluster.{key}", f"unknown setting{hint} (known: {', '.join(names)})"
+                )
         try:
             cluster = ClusterConfig.from_dict(
                 {**(dask.config.get("curator.cluster", {}) or {}), **data["cluster"]}
@@ -267,7 +340,7 @@ def _run_config(data: Mapping[str, Any], dask_config: dict[str, Any]) -> RunConf
         except (TypeError, ValueError) as e:
             bad = next((k for k in data["cluster"] if str(k).replace("-", "_") in str(e)), None)
             raise ConfigError(f"cluster.{bad}" if bad else "cluster", str(e)) from e
-    return RunConfig(pipeline, mode, max_in_flight, cluster, dask_config)
+    return RunConfig(pipeline, mode, max_in_flight, cluster, dask_config, data)
 
 
 # -- the file's structure, as a JSON Schema ------------------------------------------------
@@ -377,10 +450,11 @@ def _config_error(err: Any) -> ConfigError:
     if kind == "additionalProperties":
         known = list(err.schema.get("properties", {}))
         extra = sorted(str(k) for k in instance if k not in known)[0]
+        hint = did_you_mean(extra, known)
         if path == "cluster":
             names = ", ".join(k for k in known if "-" not in k)
-            return ConfigError(_join(path, extra), f"unknown setting (known: {names})")
-        return ConfigError(_join(path, extra), f"unknown key (known: {', '.join(known)})")
+            return ConfigError(_join(path, extra), f"unknown setting{hint} (known: {names})")
+        return ConfigError(_join(path, extra), f"unknown key{hint} (known: {', '.join(known)})")
     if kind == "required":
         missing = next(k for k in value if k not in instance)
         return ConfigError(_join(path, missing), "required")
@@ -406,7 +480,8 @@ def _no_unknown(data: Mapping[str, Any], known: Sequence[str], where: str) -> No
     for key in data:
         if key not in known:
             at = f"{where}.{key}" if where else str(key)
-            raise ConfigError(at, f"unknown key (known: {', '.join(known)})")
+            hint = did_you_mean(key, known)
+            raise ConfigError(at, f"unknown key{hint} (known: {', '.join(known)})")
 
 
 def resolve_class(name: str, modules: Sequence[str], key: str) -> Any:
@@ -421,6 +496,7 @@ def resolve_class(name: str, modules: Sequence[str], key: str) -> Any:
             return getattr(module, attr)
         except AttributeError as e:
             raise ConfigError(key, f"module {module_name!r} has no {attr!r}") from e
+    known: list[str] = []
     for module_name in modules:
         try:
             module = importlib.import_module(module_name)
@@ -428,10 +504,12 @@ def resolve_class(name: str, modules: Sequence[str], key: str) -> Any:
             continue
         if hasattr(module, name):
             return getattr(module, name)
+        known += [n for n in getattr(module, "__all__", dir(module)) if n[:1].isupper()]
+    hint = did_you_mean(name, known)
     raise ConfigError(
         key,
-        f"unknown class {name!r}: not in {', '.join(modules)}; write 'package.module:Class' "
-        "for your own",
+        f"unknown class {name!r}{hint} (not in {', '.join(modules)}); write "
+        "'package.module:Class' for your own",
     )
 
 
@@ -500,9 +578,10 @@ def _instantiate(cls: type, params: dict[str, Any], key: str) -> Any:
         fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
         for name in params:
             if name not in fields:
+                hint = did_you_mean(name, list(fields))
                 raise ConfigError(
                     f"{key}.{name}",
-                    f"{cls.__name__} has no parameter {name!r} (parameters: "
+                    f"{cls.__name__} has no parameter {name!r}{hint} (parameters: "
                     f"{', '.join(n for n in fields if n != 'resources')})",
                 )
         for name, f in fields.items():
@@ -616,6 +695,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             and not isinstance(action, argparse._CountAction)
         ):
             text = f"{text} (default: %(default)s)" if text else "default: %(default)s"
+        if isinstance(action, argparse._StoreTrueAction) and "default" not in text:
+            text = f"{text} (default: off)"
         return text or " "  # argparse prints nothing for an empty help
 
 
@@ -671,7 +752,7 @@ def add_logging_args(parser: argparse.ArgumentParser, *, suppress: bool = False)
     g.add_argument(
         "--log-file",
         metavar="FILE",
-        help="also append every message (debug included) to FILE",
+        help="also append every message (debug included) to FILE (default: none)",
         **default,
     )
     g.add_argument(
@@ -682,21 +763,51 @@ def add_logging_args(parser: argparse.ArgumentParser, *, suppress: bool = False)
     )
 
 
+_SHOWWARNING: list[Any] = []
+#: Levels of other libraries' loggers before main() set them (restored when it returns).
+_SAVED_LEVELS: dict[str, int] = {}
+
+
+def _log_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` of the command line: curator_dask's warnings are one
+    ``warning:`` line of its log, other packages' go to the ``py.warnings`` log (-v)."""
+    if category.__module__.startswith("curator_dask"):
+        logging.getLogger("curator_dask").warning("%s", message)
+    else:
+        logging.getLogger("py.warnings").warning(
+            "%s:%s: %s: %s", filename, lineno, category.__name__, message
+        )
+
+
 def setup_logging(
     verbose: int = 0, quiet: int = 0, level: str | None = None, log_file: str | None = None
 ) -> int:
     """Send curator_dask's (and dask's) log records to stderr and ``log_file``; return the level.
 
-    curator_dask logs at ``level`` (default INFO, -v DEBUG, -q WARNING, -qq ERROR); dask and
-    distributed log warnings only unless -vv. Progress lines are INFO records of
-    ``curator_dask.progress``, so -q hides them.
+    curator_dask logs at ``level`` (default INFO, -v DEBUG, -q WARNING, -qq ERROR), every line
+    as ``<time> [curator-dask] <message>`` (:class:`curator_dask.progress.ConsoleFormatter`),
+    progress included (INFO records of ``curator_dask.progress``, so -q hides them). dask and
+    distributed say only their errors unless -v (their warnings: p2p shuffles, workers
+    restarted) or -vv (everything); Python warnings of other packages likewise, and
+    curator_dask's own warnings become one line each.
     """
+    import warnings
+
+    from curator_dask.progress import ConsoleFormatter
+
     if level is None:
         level = _LEVELS[min(max(1 - verbose + quiet, 0), len(_LEVELS) - 1)]
     ours = logging.getLevelName(level)
-    theirs = logging.DEBUG if verbose >= 2 else max(ours, logging.WARNING)
+    theirs = logging.DEBUG if verbose >= 2 else logging.WARNING if verbose else logging.ERROR
     console = logging.StreamHandler(sys.stderr)
-    console.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    console.setFormatter(ConsoleFormatter())
     console.setLevel(min(ours, theirs))
     handlers: list[logging.Handler] = [console]
     if log_file:
@@ -710,13 +821,15 @@ def setup_logging(
     package = logging.getLogger("curator_dask")
     _remove_handlers()  # main() called again in one process (tests, notebooks)
     _HANDLERS[:] = handlers
+    _SHOWWARNING[:] = [warnings.showwarning]
+    warnings.showwarning = _log_warning
     # curator_dask's records go to handlers on its own logger (that is also how its progress
     # display knows to log rather than print); everything else reaches them through root
     for h in handlers:
         root.addHandler(h)
         package.addHandler(h)
     package.propagate = False
-    root.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
+    root.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING if verbose else logging.ERROR)
     # distributed installs its own stderr handler (propagate=False) when first imported, from
     # the `logging` config; say our levels there so that import does not undo them.
     import dask.config
@@ -733,7 +846,8 @@ def setup_logging(
         }
     )
     logging.getLogger("curator_dask").setLevel(ours if not log_file else logging.DEBUG)
-    for name in ("distributed", "dask"):
+    for name in ("distributed", "dask", "py.warnings"):
+        _SAVED_LEVELS.setdefault(name, logging.getLogger(name).level)
         logging.getLogger(name).setLevel(theirs)
     logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
     if ours > logging.INFO:
@@ -746,11 +860,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from curator_dask.executor import DaskExecutor, SequentialExecutor
 
     run = load_run_config(args.config)
+    from curator_dask.errors import require_protocols
+
+    require_protocols(_strings(run.source))  # s3:// without s3fs: said before anything starts
     mode = args.execution_mode or run.execution_mode
-    if not args.quiet or args.dry_run:
-        print(repr(run.pipeline), file=sys.stderr)
-    if args.dry_run:
+    if args.dry_run:  # the pipeline is what was asked for: the result, on stdout
+        print(repr(run.pipeline))
         return 0
+    for line in repr(run.pipeline).splitlines():  # a log line each, as progress is
+        logging.getLogger("curator_dask.cli").info("%s", line)
     import dask.config
 
     try:
@@ -786,7 +904,7 @@ def add_metrics_port_arg(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="PORT",
         help="serve curator_dask's Prometheus metrics on this port while the command runs "
-        "(0: any free port; the address is logged; needs the monitoring extra)",
+        "(0: any free port; the address is logged; needs the monitoring extra) (default: off)",
     )
     parser.add_argument(
         "--metrics-addr",
@@ -910,7 +1028,7 @@ def describe_error(err: BaseException) -> tuple[int, str]:
 
     name = type(err).__name__
     msg = _one_line(err)
-    if isinstance(err, ConfigError) or name == "ColumnError":
+    if isinstance(err, ConfigError) or name in ("ColumnError", "MissingExtraError"):
         return 2, f"curator-dask: error: {msg}"
     if isinstance(err, ClusterConnectError):
         return 1, f"curator-dask: error: {msg}"
@@ -969,6 +1087,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(args.verbose, args.quiet, args.log_level, args.log_file)
     debug = bool(getattr(args, "debug", False) or (getattr(args, "verbose", 0) or 0) > 0)
     try:
+        if (
+            getattr(args, "_serve_metrics", False)
+            and getattr(args, "metrics_port", None) is not None
+        ):
+            from curator_dask.errors import require
+
+            require(("prometheus_client",), "curator_dask[monitoring]", "--metrics-port")
         with _metrics_server(args):
             return int(args.func(args) or 0)
     except KeyboardInterrupt as e:
@@ -1001,6 +1126,13 @@ def _remove_handlers() -> None:
         package.propagate = True
         package.setLevel(logging.NOTSET)
     _HANDLERS.clear()
+    if _SHOWWARNING:
+        import warnings
+
+        warnings.showwarning = _SHOWWARNING.pop()
+    for name, level in _SAVED_LEVELS.items():
+        logging.getLogger(name).setLevel(level)
+    _SAVED_LEVELS.clear()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -64,3 +64,51 @@ def check_quarantine_share(read: int, quarantined: int, where: str, result: obje
         f"see the reasons in {where}",
         result,
     )
+
+
+class MissingExtraError(ImportError):
+    """A feature asked for needs a package of an extra that is not installed; the message
+    says which and gives the install line. Raised before any work or cluster starts."""
+
+
+#: The package each URL protocol needs (fsspec's implementations), and the extra or
+#: package to install for it.
+PROTOCOL_PACKAGES = {
+    "s3": ("s3fs", "curator_dask[s3]"),
+    "s3a": ("s3fs", "curator_dask[s3]"),
+    "gs": ("gcsfs", "gcsfs"),
+    "gcs": ("gcsfs", "gcsfs"),
+    "abfs": ("adlfs", "adlfs"),
+    "az": ("adlfs", "adlfs"),
+}
+
+
+def require(modules: tuple[str, ...], install: str, feature: str) -> None:
+    """Raise :class:`MissingExtraError` unless every module in ``modules`` imports.
+
+    >>> require(("json",), "curator_dask[x]", "--flag")
+    >>> try:
+    ...     require(("no_such_module_here",), "curator_dask[x]", "--flag")
+    ... except MissingExtraError as e:
+    ...     print(e)
+    --flag needs no_such_module_here, which is not installed: pip install 'curator_dask[x]'
+    """
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise MissingExtraError(
+                f"{feature} needs {name}, which is not installed: pip install '{install}'"
+            ) from None
+
+
+def require_protocols(paths: list[str]) -> None:
+    """Raise :class:`MissingExtraError` when a URL in ``paths`` needs a filesystem package
+    that is not installed (``s3://`` without ``s3fs``: the ``s3`` extra)."""
+    for path in paths:
+        protocol = path.split("://", 1)[0].lower() if "://" in path else ""
+        if protocol in PROTOCOL_PACKAGES:
+            module, install = PROTOCOL_PACKAGES[protocol]
+            require((module,), install, f"{protocol}:// ({path})")

@@ -239,7 +239,7 @@ def test_run_dry_run_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture)
     cfg = tmp_path / "p.yaml"
     cfg.write_text(yaml.safe_dump(pipeline_dict(tmp_path, tmp_path / "out")))
     assert main(["run", str(cfg), "--dry-run"]) == 0
-    assert "MinWords [cpus=1]" in capsys.readouterr().err
+    assert "MinWords [cpus=1]" in capsys.readouterr().out  # what was asked for: stdout
     assert not (tmp_path / "out").exists()
 
 
@@ -283,10 +283,19 @@ def test_a_small_input_runs_on_threads_in_the_cli_process(
     out = tmp_path / "out"
     cfg = tmp_path / "p.yaml"
     cfg.write_text(yaml.safe_dump(pipeline_dict(src, out, min_words=20)))
-    assert main(["run", str(cfg), "--n-workers", "2", "--threads-per-worker", "1"]) == 0
+    import dask.config
+
+    # workers not asked for on the command line: the configured 2 become 2 threads here
+    two = {"curator.cluster.n-workers": 2, "curator.cluster.threads-per-worker": 1}
+    with dask.config.set(two):
+        assert main(["run", str(cfg)]) == 0
     err = capsys.readouterr().err
     assert "below curator.cluster.threads-below (64MiB)" in err
     assert "1 worker of 2 threads in this process" in err
+    assert output_ids(out) == expected_ids(records, 20)
+    # asked for: started as asked
+    assert main(["run", str(cfg), "--n-workers", "2", "--threads-per-worker", "1"]) == 0
+    assert "in this process" not in capsys.readouterr().err
     assert output_ids(out) == expected_ids(records, 20)
 
 
@@ -301,8 +310,9 @@ def test_a_small_dedup_input_runs_on_threads_and_removes_the_same_documents(
     for processes in ("auto", True):
         out, cache = tmp_path / f"out-{processes}", tmp_path / f"cache-{processes}"
         args = ["fuzzy-dedup", str(src), "--output", str(out), "--cache-dir", str(cache)]
-        with dask.config.set({"curator.cluster.processes": processes}):
-            assert main([*args, "--n-workers", "2", "--threads-per-worker", "1"]) == 0
+        two = {"curator.cluster.n-workers": 2, "curator.cluster.threads-per-worker": 1}
+        with dask.config.set({"curator.cluster.processes": processes, **two}):
+            assert main(args) == 0
         err = capsys.readouterr().err
         on_threads = "1 worker of 2 threads in this process" in err
         assert on_threads == (processes == "auto"), err[-2000:]
@@ -408,7 +418,7 @@ def test_quiet_hides_progress_and_log_file_keeps_it(tmp_path: Path, records: lis
     cfg.write_text(yaml.safe_dump(pipeline_dict(src, tmp_path / "out")))
     loud = _cli("run", str(cfg), "--sequential", "--log-file", str(tmp_path / "run.log"))
     assert loud.returncode == 0, loud.stderr
-    lines = [line for line in loud.stderr.splitlines() if "curator_dask.progress" in line]
+    lines = [ln for ln in loud.stderr.splitlines() if "[curator-dask]" in ln and "partitions" in ln]
     assert lines
     assert "3/3 partitions (100%)" in lines[-1]
     assert "ETA" in lines[-1]

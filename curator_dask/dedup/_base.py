@@ -37,6 +37,7 @@ from curator_dask.errors import check_columns
 from curator_dask.io.layout import RunLayout
 from curator_dask.io.layout import join as join  # io's path rules, for the workflows
 from curator_dask.io.layout import resolve_path as resolve_path
+from curator_dask.progress import say
 
 #: Formats a dedup input can have; chosen from the file suffixes unless given.
 INPUT_FORMATS = ("jsonl", "parquet")
@@ -483,9 +484,9 @@ class Reporter:
         self.t0 = time.perf_counter()
 
     def say(self, text: str) -> None:
-        """Print one line."""
+        """Say one line, as pipelines do (:func:`curator_dask.progress.say`)."""
         if self.enabled:
-            print(f"[curator-dask] {self.name}: {text}", file=self.stream, flush=True)
+            say(f"{self.name}: {text}", self.stream)
 
     def start(self) -> None:
         """Announce the run (with the dashboard link of a distributed client)."""

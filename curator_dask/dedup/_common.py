@@ -235,8 +235,8 @@ class DedupWorkflow:
             details=dict(details or {}),
         )
         monitor("on_dedup_result", result)
-        r.say("summary")
-        if r.enabled:
+        if r.enabled and config.get("dedup.summary", True):  # the command line prints its own
+            r.say("summary")
             print(repr(result), file=r.stream, flush=True)
         return result
 

@@ -28,6 +28,7 @@ _COMMON_TAIL = """\
         The input's format; default: from the file suffixes.
     storage_options : dict, optional
         fsspec options (JSON on the command line) for every path: input, cache, output.
+        Default: none.
     duplicate_groups : bool
         Also write every member of every duplicate group (``id, group``) to
         ``duplicate_groups/``."""
@@ -43,10 +44,13 @@ class ExactParams:
     output_path : str
         Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
         quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
-    text_column, id_column : str
-        Columns holding the text and the document id (ids must be unique).
+    text_column : str
+        Column holding the text.
+    id_column : str
+        Column holding the document id (ids must be unique).
     input_blocksize : int or str, optional
-        Partition size for the reader; default ``curator.io.blocksize``.
+        Partition size for the reader; default: from the workers' memory, at most
+        ``curator.io.blocksize``.
     hash_method : {{"md5", "xxh128", "fast128"}}
         128-bit hash of the UTF-8 text. Identical texts always share a hash; different
         texts collide with probability ~ n^2 / 2^129.
@@ -90,21 +94,27 @@ class FuzzyParams:
     output_path : str
         Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
         quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
-    text_column, id_column : str
-        Text and (unique) document id columns.
+    text_column : str
+        Column holding the text.
+    id_column : str
+        Column holding the document id (ids must be unique).
     input_blocksize : int or str, optional
-        Partition size for the reader.
+        Partition size for the reader; default: from the workers' memory, at most
+        ``curator.io.blocksize``.
     char_ngrams : int, optional
-        Character shingle length (raw text unless ``normalization="simple"``); used when
-        ``word_ngrams`` is None (NeMo Curator's default is 24).
+        Character shingle length (raw text unless ``normalization="simple"``), instead of
+        words (NeMo Curator uses 24). Default: words (``word_ngrams``).
     word_ngrams : int, optional
         Word shingle length after the ``"simple"`` normalisation (NFKC, lower-case,
         ``[\\\\W_]+`` -> space); a document with fewer tokens gets one shingle, all its tokens.
         Default 5 when neither is given.
-    num_bands, minhashes_per_band : int, optional
-        LSH bands and MinHash values per band (see :mod:`curator_dask.dedup.lsh`). Default:
-        ``band_shape``'s, else the shape that follows from ``jaccard_threshold``
-        (:func:`~curator_dask.dedup.lsh.bands_for_threshold`: 30 x 8 at 0.8 with the check).
+    num_bands : int, optional
+        LSH bands (see :mod:`curator_dask.dedup.lsh`). Default: ``band_shape``'s, else what
+        ``jaccard_threshold`` asks for (:func:`~curator_dask.dedup.lsh.bands_for_threshold`:
+        30 at 0.8 with the check).
+    minhashes_per_band : int, optional
+        MinHash values per LSH band. Default: ``band_shape``'s, else what
+        ``jaccard_threshold`` asks for (8 at 0.8 with the check).
     bands_per_iteration : int, optional
         Bands bucketed per LSH pass; default ``curator.dedup.bands-per-iteration`` or the
         memory planner (:func:`curator_dask.dedup.planner.plan_lsh`).
@@ -115,7 +125,7 @@ class FuzzyParams:
     jaccard_threshold : float
         Similarity that makes a duplicate (checked exactly with the candidate check).
     false_positive_check : bool
-        Verify every candidate pair's exact Jaccard before it becomes an edge (default on).
+        Verify every candidate pair's exact Jaccard before it becomes an edge.
     keep : {{"first", "longest"}}
         Survivor of each duplicate group: smallest id, or most characters (ties: smallest id).
     perform_removal : bool
@@ -129,12 +139,12 @@ class FuzzyParams:
         Run on this client; otherwise on the active dask scheduler.
     band_shape : {{"recall", "nemo"}}, optional
         A named ``(num_bands, minhashes_per_band)``: ``"recall"`` 30 x 8, ``"nemo"`` 20 x 13
-        (NeMo Curator's default shape).
+        (NeMo Curator's shape). Default: from ``jaccard_threshold``.
 {_COMMON_TAIL}
     num_anchors : int, optional
-        Candidate check against at most this many anchors per bucket (cost linear in the
-        bucket size; see :func:`~curator_dask.dedup.lsh.verify_buckets`); None checks every
-        pair a bucket needs (exhaustive, quadratic in the worst case).
+        Candidate check against at most this many anchors per bucket, or every pair a bucket
+        needs with None (exhaustive, quadratic in the worst case); see
+        :func:`~curator_dask.dedup.lsh.verify_buckets`.
     """
 
     input_path: str | Sequence[str] | None = None
@@ -181,8 +191,10 @@ class SemanticParams:
 {_COMMON_INPUT}
     df : dask.dataframe.DataFrame, optional
         The input frame instead of ``input_path``.
-    text_column, id_column : str
-        Text and (unique) document id columns.
+    text_column : str
+        Column holding the text.
+    id_column : str
+        Column holding the document id (ids must be unique).
     n_clusters : int
         k-means clusters (capped at the number of documents). Only documents of one cluster
         are compared, so more clusters is faster and may miss pairs split across clusters.
@@ -202,13 +214,14 @@ class SemanticParams:
     max_chars : int, optional
         Characters of each text embedded.
     max_tokens : int, optional
-        Tokens of each text embedded.
+        Tokens of each text embedded; default: the model's ``max_seq_length``.
     seed : int
         Seed of the k-means initial centroids.
     kmeans_max_iter : int
         Maximum k-means iterations.
     input_blocksize : int or str, optional
-        Partition size for the reader.
+        Partition size for the reader; default: from the workers' memory, at most
+        ``curator.io.blocksize``.
     device : str
         Where the embedding model runs (``"auto"``, ``"cpu"``, ``"cuda"``).
     client : distributed.Client, optional
@@ -218,7 +231,7 @@ class SemanticParams:
 {_COMMON_TAIL}
     embedding_column : str, optional
         Use this column of the input (a list of floats per document) as the embeddings
-        instead of computing them; no model is loaded.
+        instead of computing them; no model is loaded. Default: computed.
     """
 
     cache_path: str

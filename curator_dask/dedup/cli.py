@@ -43,8 +43,17 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 
 def _field_help(cls: type) -> dict[str, str]:
     """Each parameter's first sentence from the numpydoc ``Parameters`` section."""
+    return {name: text for name, (text, _) in _field_docs(cls).items()}
+
+
+def _field_docs(cls: type) -> dict[str, tuple[str, str | None]]:
+    """Each parameter's first sentence, and what its documentation says its default is.
+
+    The default is the text after ``; default`` in the first sentence, or of a later
+    sentence starting with ``Default``; None when the documentation says nothing.
+    """
     doc = cls.__doc__ or ""
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, str | None]] = {}
     lines = doc.splitlines()
     for i, line in enumerate(lines):
         m = re.match(r"^    ([a-z_][a-z0-9_, ]*) : ", line)
@@ -55,17 +64,37 @@ def _field_help(cls: type) -> dict[str, str]:
             if not nxt.startswith("        "):
                 break
             text.append(nxt.strip())
-        sentence = " ".join(text).split(". ")[0].rstrip(".")
         # user text: no Sphinx roles or literal markup
-        sentence = re.sub(r":\w+:`~?([^`]+)`", r"\1", sentence).replace("``", "")
+        paragraph = re.sub(r":\w+:`~?([^`]+)`", r"\1", " ".join(text)).replace("``", "")
+        sentences = [s.rstrip(".") for s in paragraph.split(". ")]
+        first, default = sentences[0], None
+        inline = re.search(r"; default:? (.+)$", first)
+        if inline:
+            first, default = first[: inline.start()], inline.group(1)
+        later = next((s for s in sentences[1:] if s.startswith("Default")), None)
+        if default is None and later is not None:
+            default = re.sub(r"^Default:? ", "", later)
         for name in m.group(1).split(","):
-            out[name.strip()] = sentence.replace("%", "%%")
+            out[name.strip()] = (first.replace("%", "%%"), default and default.replace("%", "%%"))
     return out
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A command-line JSON object (argparse names the option in front of the error)."""
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object such as '{{\"anon\": true}}', got {text!r}"
+        )
+    return value
 
 
 def _parse_type(annotation: str) -> Callable[[str], Any]:
     if "dict" in annotation:
-        return json.loads
+        return json_object
     if "float" in annotation:
         return float
     if annotation.startswith("int") and "str" not in annotation:
@@ -93,7 +122,7 @@ def add_workflow_command(
     parser.add_argument(
         "input", nargs="+", help="JSONL/Parquet files, a directory or a glob (local or s3://)"
     )
-    helps = _field_help(cls)
+    docs = _field_docs(cls)
     all_choices = {**_CHOICES, **(choices or {})}
     dests: list[str] = []
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
@@ -107,8 +136,10 @@ def add_workflow_command(
             continue
         flag = _FLAG_NAMES.get(f.name, "--" + f.name.replace("_", "-"))
         default = f.default if f.default is not dataclasses.MISSING else None
-        kw: dict[str, Any] = {"dest": f.name, "help": helps.get(f.name, "")}
+        text, said = docs.get(f.name, ("", None))
+        kw: dict[str, Any] = {"dest": f.name, "help": text}
         annotation = str(f.type)
+        # every option's default shown once: the field's, else what its documentation says
         if annotation == "bool":
             kw["action"] = argparse.BooleanOptionalAction
             kw["default"] = None
@@ -122,8 +153,15 @@ def add_workflow_command(
                 kw["required"] = True
             elif default is not None:
                 kw["help"] += f" (default: {default})"
+            else:
+                kw["help"] += f" (default: {said or 'none'})"
         target.get(f.name, parser).add_argument(flag, **kw)
         dests.append(f.name)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON object on stdout (for scripts) instead of the table",
+    )
     add_cluster_args(parser)
     parser.set_defaults(func=lambda a: _run(workflow, a, dests, client_from_args))
     return parser
@@ -169,8 +207,13 @@ def _run(
     cls = getattr(importlib.import_module(module), name)
     options = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
     from curator_dask.dedup._base import DedupInput
-    from curator_dask.errors import check_quarantine_share
+    from curator_dask.errors import check_quarantine_share, require, require_protocols
 
+    # said before a cluster starts: a missing package, a wrong column
+    paths = [*args.input, *(str(options.get(k, "")) for k in ("output_path", "cache_path"))]
+    require_protocols(paths)
+    if workflow.endswith("SemanticDeduplicationWorkflow") and not options.get("embedding_column"):
+        require(("torch", "transformers"), "curator_dask[models]", "semantic-dedup (embeddings)")
     # listed without a cluster: a wrong column fails before one starts
     inp = DedupInput.of(cls(input_path=args.input, **options))
     inp.check_columns()
@@ -181,15 +224,15 @@ def _run(
 
         return estimate(inp.reader())
 
-    with client_from_args(args, input_bytes=input_bytes) as client:
+    import dask.config
+
+    # the result goes to stdout once: the table for a person, or --json for a script
+    with (
+        client_from_args(args, input_bytes=input_bytes) as client,
+        dask.config.set({"curator.dedup.summary": False}),
+    ):
         result = cls(input_path=args.input, client=client, **options).run()  # type: ignore[call-arg]
-    print(
-        f"documents read: {result.documents + result.quarantined}  quarantined: "
-        f"{result.quarantined}  duplicate groups: {result.duplicate_groups}  "
-        f"removed: {result.removed}"
-    )
-    print(f"removed ids: {result.paths['removed_ids']}")
-    print(json.dumps({"seconds": result.seconds}))
+    print(json.dumps(result.to_dict(), default=str) if args.json else repr(result))
     read = result.documents + result.quarantined
     where = result.paths.get("quarantine", args.output_path)
     check_quarantine_share(read, result.quarantined, where)

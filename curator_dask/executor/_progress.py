@@ -10,13 +10,13 @@ percentage, the elapsed time and an ETA from the mean time per partition so far.
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from typing import Any, TextIO
 
+from curator_dask.progress import say
+
 _BAR = 24
-logger = logging.getLogger("curator_dask.progress")
 
 
 def _clock(value: float) -> str:
@@ -64,14 +64,9 @@ class Progress:
         self.jupyter = stream is None and _in_jupyter()
 
     def message(self, text: str) -> None:
-        """Print one line (when enabled), through logging when logging shows INFO records."""
-        if not self.enabled:
-            return
-        if logging.getLogger("curator_dask").handlers and logger.isEnabledFor(logging.INFO):
-            logger.info(text)  # handlers set on the package's logger (the CLI's) add the time
-        else:
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-            print(f"{stamp} [curator-dask] {text}", file=self.stream, flush=True)
+        """Say one line (when enabled): :func:`curator_dask.progress.say`."""
+        if self.enabled:
+            say(text, self.stream)
 
     def _show_html(self, text: str) -> None:
         from html import escape

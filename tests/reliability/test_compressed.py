@@ -284,14 +284,15 @@ def test_every_line_decoded_before_a_corrupt_checksum_is_accounted_for(
     # the dedup commands: deduplicated + removed + quarantined = read
     for command in ("exact-dedup", "fuzzy-dedup"):
         out = tmp_path / command
-        args = [command, str(src), "--output", str(out), "--perform-removal", "-q"]
+        args = [command, str(src), "--output", str(out), "--perform-removal", "-q", "--json"]
         if command == "fuzzy-dedup":
             args += ["--cache-dir", str(tmp_path / "cache")]
         proc = cli([*args, "--n-workers", "1"], cwd=tmp_path, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         kept, quarantine = _read_back(out)
-        read = int(proc.stdout.split("documents read: ")[1].split()[0])
-        removed = int(proc.stdout.split("removed: ")[1].split()[0])
+        result = json.loads(proc.stdout)
+        read = result["documents"] + result["quarantined"]
+        removed = result["removed"]
         assert read == len(kept) + removed + len(quarantine)
         accounted([d["text"] for d in kept], quarantine, read - removed)
     assert name.read_bytes() == bytes(data)

@@ -172,3 +172,217 @@ def test_a_first_file_of_broken_records_is_not_a_wrong_column(tmp_path: Path) ->
     pd.DataFrame({"id": ["z"], "body": ["b"]}).to_parquet(pq_dir / "0.parquet")
     pd.read_json(src / "a.jsonl", lines=True).to_parquet(pq_dir / "a.parquet")
     ParquetReader(str(pq_dir)).check_columns()
+
+
+# -- errors that say what to do ----------------------------------------------------------------
+def _usage_error(proc: Any, *needles: str) -> str:
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("curator-dask")]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    text = "\n".join(lines)
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+def test_a_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "reader:\n  class: JsonlReader\n   params: {paths: data}\nwriter: JsonlWriter\n"
+    )
+    proc = cli(["run", "p.yaml"], cwd=tmp_path)
+    _usage_error(proc, "p.yaml: line 3, column 10: not valid YAML: mapping values")
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        (
+            {"reader": {"class": "JsonlReadr"}},
+            "unknown class 'JsonlReadr'; did you mean 'JsonlReader'?",
+        ),
+        ({"stages": [{"class": "WordCountFiltr"}]}, "did you mean 'WordCountFilter'?"),
+        (
+            {"stages": [{"class": "WordCountFilter", "params": {"min_word": 3}}]},
+            "no parameter 'min_word'; did you mean 'min_words'?",
+        ),
+        ({"stagez": []}, "stagez: unknown key; did you mean 'stages'?"),
+        (
+            {"cluster": {"n_worker": 2}},
+            "cluster.n_worker: unknown setting; did you mean 'n_workers'?",
+        ),
+        (
+            {"config": {"curator.io.blocksiz": "1MB"}},
+            "unknown setting; did you mean 'curator.io.blocksize'?",
+        ),
+    ],
+)
+def test_a_mistyped_name_gets_a_suggestion(
+    tmp_path: Path, spec: dict[str, Any], needle: str
+) -> None:
+    _docs(tmp_path / "data")
+    data: dict[str, Any] = {
+        "reader": {"class": "JsonlReader", "params": {"paths": "data"}},
+        "writer": {"class": "JsonlWriter", "params": {"path": "out"}},
+    }
+    for key, value in spec.items():
+        if key == "reader":
+            data["reader"] = {**data["reader"], **value}
+        else:
+            data[key] = value
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(data))
+    _usage_error(cli(["run", "p.yaml", "--dry-run"], cwd=tmp_path), needle)
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("{bad", "argument --storage-options: not valid JSON (Expecting property name"),
+        ("[1]", "argument --storage-options: expected a JSON object"),
+    ],
+)
+def test_a_bad_json_option_names_the_option(tmp_path: Path, value: str, needle: str) -> None:
+    _docs(tmp_path / "data")
+    proc = cli(["exact-dedup", "data", "--output", "o", "--storage-options", value], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert needle in proc.stderr, proc.stderr
+    assert "invalid loads value" not in proc.stderr
+
+
+_WITHOUT = """
+import sys
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None  # as if the package were not installed
+from curator_dask.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("missing", "args", "needle"),
+    [
+        (
+            "prometheus_client",
+            ["exact-dedup", "data", "--output", "o", "--metrics-port", "0"],
+            "--metrics-port needs prometheus_client, which is not installed: "
+            "pip install 'curator_dask[monitoring]'",
+        ),
+        (
+            "s3fs",
+            ["exact-dedup", "s3://bucket/in", "--output", "o"],
+            "s3:// (s3://bucket/in) needs s3fs, which is not installed: "
+            "pip install 'curator_dask[s3]'",
+        ),
+        (
+            "s3fs",
+            ["run", "s3.yaml"],
+            "needs s3fs, which is not installed: pip install 'curator_dask[s3]'",
+        ),
+        (
+            "torch",
+            ["semantic-dedup", "data", "--output", "o", "--cache-dir", "c"],
+            "semantic-dedup (embeddings) needs torch, which is not installed: "
+            "pip install 'curator_dask[models]'",
+        ),
+    ],
+)
+def test_a_missing_extra_is_named_with_its_install_line_before_a_cluster(
+    tmp_path: Path, missing: str, args: list[str], needle: str
+) -> None:
+    import subprocess
+    import sys
+
+    from _audit import ROOT
+
+    _docs(tmp_path / "data")
+    spec = {
+        "reader": {"class": "JsonlReader", "params": {"paths": "s3://bucket/in"}},
+        "writer": {"class": "JsonlWriter", "params": {"path": "out"}},
+    }
+    (tmp_path / "s3.yaml").write_text(yaml.safe_dump(spec))
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT, missing, *args, *_nowhere()],
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    _usage_error(proc, needle)
+    assert not (tmp_path / "o").exists()
+
+
+def test_explicit_workers_are_started_as_asked() -> None:
+    import argparse
+
+    import dask.config
+
+    from curator_dask.cli import cluster_config_from_args
+
+    with dask.config.set({"curator.cluster.processes": "auto"}):
+        asked = cluster_config_from_args(argparse.Namespace(n_workers=2))
+        nothing = cluster_config_from_args(argparse.Namespace())
+    assert (asked.processes, asked.n_workers) == (True, 2)
+    assert nothing.processes == "auto"
+    assert asked.for_input(1000).processes is True
+    assert nothing.for_input(1000).processes is False
+
+
+@pytest.mark.parametrize("command", ["run", "exact-dedup", "fuzzy-dedup", "semantic-dedup"])
+def test_every_option_says_its_default_once(command: str) -> None:
+    from curator_dask.cli import HelpFormatter, build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    formatter = HelpFormatter(command)
+    for action in sub._actions:
+        if not action.option_strings or action.dest in ("help", "verbose", "quiet"):
+            continue
+        if action.required:  # no default to say
+            continue
+        text = formatter._get_help_string(action)
+        said = text.count("(default:") + text.startswith("default:")
+        assert said == 1, (action.dest, text)
+
+
+# -- one voice on the terminal -----------------------------------------------------------------
+_LINE = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[curator-dask\] "
+
+
+@pytest.mark.parametrize("command", ["run", "exact-dedup", "fuzzy-dedup"])
+def test_every_command_speaks_one_format_and_prints_its_result_once(
+    tmp_path: Path, command: str
+) -> None:
+    """Progress, notices and curator_dask's warnings are ``<time> [curator-dask] ...`` lines
+    on stderr (a bad record's QuarantineWarning included, no Python warning dump); stdout
+    holds the result once, as a table or, with ``--json``, one JSON object."""
+    import re
+
+    _docs(tmp_path / "data", n=30, bad=2)
+    spec = {
+        "reader": {"class": "JsonlReader", "params": {"paths": "data"}},
+        "stages": ["WordCountFilter"],
+        "writer": {"class": "JsonlWriter", "params": {"path": "out"}},
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    args = {
+        "run": ["run", "p.yaml"],
+        "exact-dedup": ["exact-dedup", "data", "--output", "out"],
+        "fuzzy-dedup": ["fuzzy-dedup", "data", "--output", "out", "--cache-dir", "c"],
+    }[command]
+    proc = cli(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines
+    odd = [ln for ln in lines if not re.match(_LINE, ln)]
+    assert not odd, proc.stderr
+    assert "Warning:" not in proc.stderr  # no `file:line: QuarantineWarning:` dump
+    if command == "run":
+        assert proc.stdout.count("read 32 = kept") == 1, proc.stdout
+        return
+    assert proc.stdout.count("documents read") == 1, proc.stdout
+    assert "DedupResult" not in proc.stderr
+    quiet = cli([*args, "--json", "-qq"], cwd=tmp_path)
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    result = json.loads(quiet.stdout)  # the whole of stdout is one JSON object
+    assert (result["documents"], result["quarantined"]) == (30, 2)
+    assert quiet.stderr == ""
