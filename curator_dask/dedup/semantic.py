@@ -161,6 +161,13 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         column = self.embedding_column
         if column is None:
             column = "embedding"
+            # embedding is the costly step (a model forward pass per batch): at least
+            # EMBED_PARTITIONS_PER_THREAD partitions per worker thread keep every worker busy
+            # and let the progress line count (a reader partition sized for memory may be the
+            # whole corpus); split in order, so the rows (and k-means' seed rows) keep theirs
+            wanted = EMBED_PARTITIONS_PER_THREAD * _worker_threads(run.client)
+            if df.npartitions < wanted:
+                df = df.repartition(npartitions=wanted)
             df = self._embedding_stage()(df)
         df = df[[self.id_column, "_uid", column]]
         if self.id_column != "id":
@@ -297,6 +304,20 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
 
 
 # -- partition functions ---------------------------------------------------------------
+#: Embedding partitions per worker thread, at least (see ``compute_embeddings``).
+EMBED_PARTITIONS_PER_THREAD = 4
+
+
+def _worker_threads(client: Any) -> int:
+    """Worker threads of ``client``'s cluster (of this machine without one)."""
+    if client is not None:
+        try:
+            return max(1, sum(client.nthreads().values()))
+        except Exception:  # a client that cannot say: as many as this machine has
+            pass
+    return max(1, os.cpu_count() or 1)
+
+
 def _with_uid(part: Any, partition_info: dict[str, Any] | None = None) -> Any:
     i = (partition_info or {}).get("number", 0)
     uid = (np.int64(i) << UID_SHIFT) + np.arange(len(part), dtype=np.int64)

@@ -221,3 +221,30 @@ def test_validation(frame):
         SemanticDeduplicationWorkflow(df=df, cache_path="c", output_path="o", eps=-0.1)
     with pytest.raises(ValueError, match="input_path or df"):
         SemanticDeduplicationWorkflow(cache_path="c", output_path="o")
+
+
+def test_embedding_keeps_every_worker_busy_and_counts_its_partitions(tmp_path, frame, capsys):
+    """One input partition on a cluster of 2 worker threads: the embedding step runs 4
+    partitions per thread (the progress line counts them) and removes what a run of 4
+    input partitions removes."""
+    from distributed import Client, LocalCluster
+
+    one = dd.from_pandas(frame, npartitions=1)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False) as cluster,
+        Client(cluster) as client,
+    ):
+        wf = SemanticDeduplicationWorkflow(
+            df=one,
+            cache_path=str(tmp_path / "cache"),
+            output_path=str(tmp_path / "out"),
+            n_clusters=2,
+            keep="first",
+            client=client,
+        )
+        result = wf.run()
+    data = os.path.join(wf.step_dirs()["embeddings"], "data")
+    assert len([f for f in os.listdir(data) if f.endswith(".parquet")]) == 8
+    assert "embeddings: 8/8 partitions" in capsys.readouterr().err
+    four = run(tmp_path / "b", dd.from_pandas(frame, npartitions=4), n_clusters=2, keep="first")
+    assert removed_map(result) == removed_map(four[1])
