@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from curator_dask._kernels import share_compiles
+
 # Bits of the per-code-point flags table.
 WS = 1
 LETTER = 2
@@ -733,3 +735,7 @@ def gather_strings(offsets, data, rows):  # type: ignore[no-untyped-def]
         r = rows[k]
         out[out_offsets[k] : out_offsets[k + 1]] = data[offsets[r] : offsets[r + 1]]
     return out_offsets, out
+
+
+# Each kernel compiles once per machine, however many worker processes start at once.
+share_compiles(globals())

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import config
+from curator_dask._kernels import share_compiles
 from curator_dask.dedup._base import (
     Reporter,
     get_fs,
@@ -440,3 +441,7 @@ def connected_components(
         )
         return read_parts(paths, meta, storage_options)
     return components_distributed(edges, work_dir, client=client, storage_options=storage_options)
+
+
+# Each kernel compiles once per machine, however many worker processes start at once.
+share_compiles(globals())

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import _backend
+from curator_dask._kernels import share_compiles
 from curator_dask.dedup._base import (
     DedupResult,
     get_fs,
@@ -234,3 +235,7 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         if fs.isdir(parent) and not fs.ls(parent):
             fs.rmdir(parent)  # the empty _work folder
         return result
+
+
+# Each kernel compiles once per machine, however many worker processes start at once.
+share_compiles(globals())

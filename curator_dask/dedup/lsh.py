@@ -42,6 +42,7 @@ import numba
 import numpy as np
 import pandas as pd
 
+from curator_dask._kernels import share_compiles
 from curator_dask.dedup._params import BAND_SHAPES as BAND_SHAPES  # the named shapes
 from curator_dask.dedup.minhash import POLY, _fmix64, jaccard_sorted
 
@@ -381,3 +382,7 @@ def verify_buckets(
     else:
         a, b, n = _verify(starts, ends, sets, lo, hi, float(threshold))
     return a, b, int(n)
+
+
+# Each kernel compiles once per machine, however many worker processes start at once.
+share_compiles(globals())

@@ -53,6 +53,7 @@ import pyarrow as pa
 from numba.core.codegen import get_host_cpu_features
 from numba.extending import intrinsic
 
+from curator_dask._kernels import share_compiles
 from curator_dask.dedup._normtables import CASED as _CASED
 from curator_dask.dedup._normtables import IGNORABLE as _IGNORABLE
 from curator_dask.dedup._normtables import NOT_CASED as _NOT_CASED
@@ -743,3 +744,7 @@ def _fmix64_array(x):  # pragma: no cover - compiled
     for i in range(len(x)):
         out[i] = _fmix64(np.uint64(x[i]))
     return out
+
+
+# Each kernel compiles once per machine, however many worker processes start at once.
+share_compiles(globals())
