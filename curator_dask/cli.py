@@ -766,6 +766,9 @@ def add_logging_args(parser: argparse.ArgumentParser, *, suppress: bool = False)
 _SHOWWARNING: list[Any] = []
 #: Levels of other libraries' loggers before main() set them (restored when it returns).
 _SAVED_LEVELS: dict[str, int] = {}
+#: The dask preload that gives local worker processes the command's warning display.
+_WORKER_PRELOAD = "curator_dask._worker_warnings"
+_SAVED_PRELOAD: list[list[str]] = []
 
 
 def _log_warning(
@@ -845,6 +848,11 @@ def setup_logging(
             }
         }
     )
+    # worker processes a local cluster starts say their warnings the same way
+    preload = list(dask.config.get("distributed.worker.preload", []) or [])
+    if _WORKER_PRELOAD not in preload:
+        _SAVED_PRELOAD[:] = [preload]
+        dask.config.set({"distributed.worker.preload": [*preload, _WORKER_PRELOAD]})
     logging.getLogger("curator_dask").setLevel(ours if not log_file else logging.DEBUG)
     for name in ("distributed", "dask", "py.warnings"):
         _SAVED_LEVELS.setdefault(name, logging.getLogger(name).level)
@@ -1133,6 +1141,10 @@ def _remove_handlers() -> None:
     for name, level in _SAVED_LEVELS.items():
         logging.getLogger(name).setLevel(level)
     _SAVED_LEVELS.clear()
+    if _SAVED_PRELOAD:
+        import dask.config
+
+        dask.config.set({"distributed.worker.preload": _SAVED_PRELOAD.pop()})
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -386,3 +386,16 @@ def test_every_command_speaks_one_format_and_prints_its_result_once(
     result = json.loads(quiet.stdout)  # the whole of stdout is one JSON object
     assert (result["documents"], result["quarantined"]) == (30, 2)
     assert quiet.stderr == ""
+
+
+def test_worker_processes_say_warnings_in_the_same_voice(tmp_path: Path) -> None:
+    """A bad record read in a worker process (workers asked for: processes) is one
+    ``<time> [curator-dask] warning: ...`` line, not Python's warning dump from a dask file."""
+    import re
+
+    _docs(tmp_path / "data", n=30, bad=2)
+    proc = cli(["exact-dedup", "data", "--output", "out", "--n-workers", "1"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert not [ln for ln in lines if not re.match(_LINE, ln)], proc.stderr
+    assert any("warning: read_jsonl: 2 bad record(s)" in ln for ln in lines), proc.stderr
