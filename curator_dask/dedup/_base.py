@@ -508,8 +508,14 @@ class Reporter:
         """A done/total counter printing rate and ETA."""
         return _Counter(self, label, total, unit)
 
-    def compute(self, tasks: Sequence[Any], label: str, unit: str = "partitions") -> list[Any]:
-        """Compute dask ``tasks`` (delayed objects), printing ``done/total`` as they finish."""
+    def compute(
+        self, tasks: Sequence[Any], label: str, unit: str = "partitions", docs: bool = False
+    ) -> list[Any]:
+        """Compute dask ``tasks`` (delayed objects), printing ``done/total`` as they finish.
+
+        With ``docs``, each task's result is a frame with a ``rows`` column, and the line
+        also counts the documents done and their rate.
+        """
         tasks = list(tasks)
         counter = self.counter(label, len(tasks), unit)
         if not tasks:
@@ -519,11 +525,11 @@ class Reporter:
             from distributed import as_completed
 
             futures = client.compute(tasks)
-            for _ in as_completed(futures):
-                counter.tick()
+            for done in as_completed(futures):
+                counter.tick(rows=_rows(done.result()) if docs else None)
             return list(client.gather(futures))
         keys = {t.key for t in tasks}
-        with _LocalProgress(keys, counter):
+        with _LocalProgress(keys, counter, docs):
             return list(dask.compute(*tasks))
 
     def total(self) -> float:
@@ -549,8 +555,10 @@ class _Counter:
         self.last = 0.0
         monitor("on_dedup_progress", reporter.name, label, unit, 0)
 
-    def tick(self, n: int = 1) -> None:
+    def tick(self, n: int = 1, rows: int | None = None) -> None:
         self.done += n
+        if rows is not None:
+            self.rows = getattr(self, "rows", 0) + rows
         monitor("on_dedup_progress", self.r.name, self.label, self.unit, n)
         now = time.perf_counter()
         if now - self.last < 1.0 and self.done < self.total:
@@ -559,8 +567,10 @@ class _Counter:
         elapsed = max(now - self.t0, 1e-9)
         rate = self.done / elapsed
         eta = (self.total - self.done) / rate if rate > 0 else float("nan")
+        docs = getattr(self, "rows", None)
+        said = "" if docs is None else f", {docs:,} docs ({docs / elapsed:,.1f} docs/s)"
         self.r.say(
-            f"  {self.label}: {self.done}/{self.total} {self.unit}, "
+            f"  {self.label}: {self.done}/{self.total} {self.unit}{said}, "
             f"{rate:.2f}/s, elapsed {elapsed:.0f}s, eta {eta:.0f}s"
         )
 
@@ -568,14 +578,23 @@ class _Counter:
 class _LocalProgress(Callback):
     """Counts finished output tasks under the local (threaded / synchronous) schedulers."""
 
-    def __init__(self, keys: set[Any], counter: _Counter) -> None:
+    def __init__(self, keys: set[Any], counter: _Counter, docs: bool = False) -> None:
         super().__init__()
         self.keys = keys
         self.counter = counter
+        self.docs = docs
 
     def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, id: Any) -> None:
         if key in self.keys:
-            self.counter.tick()
+            self.counter.tick(rows=_rows(result) if self.docs else None)
+
+
+def _rows(result: Any) -> int | None:
+    """The ``rows`` a task's result frame says it wrote (None when it says nothing)."""
+    try:
+        return int(result["rows"].sum())
+    except Exception:  # not such a frame: the line counts partitions only
+        return None
 
 
 def active_client(client: Any = None) -> Any:

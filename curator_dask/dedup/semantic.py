@@ -176,7 +176,7 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
             _write_embeddings, column, join(out, "data"), so,
             meta=pd.DataFrame({"rows": pd.Series([], dtype="int64")}),
         )  # fmt: skip
-        parts = run.reporter.compute(counts.to_delayed(), "embeddings")
+        parts = run.reporter.compute(counts.to_delayed(), "embeddings", docs=True)
         n = int(sum(int(p["rows"].sum()) for p in parts))
         run.steps.mark_done(out, {"documents": n, "layout": CACHE_LAYOUT})
         self.stats["embeddings_computed"] = 1
