@@ -617,16 +617,30 @@ def release_arrow_memory() -> None:
 
 # -- writing frames ---------------------------------------------------------------------------
 def _write_part(
-    part: Any, directory: str, storage_options: dict[str, Any] | None, schema: pa.Schema,
+    part: Any, directory: str, storage_options: dict[str, Any] | None, schema: pa.Schema | None,
     partition_info: dict[str, Any] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     from curator_dask import _backend
+    from curator_dask.io.writers import frame_schema
 
     part = _backend.to_pandas(part)
     i = (partition_info or {}).get("number", 0)
+    if schema is None:  # the partition's own types; write_frame unifies the files after
+        schema = frame_schema(part)
     write_parquet_atomic(part, layout(directory).part_path(i), storage_options, schema)
     release_arrow_memory()
-    return pd.DataFrame({"rows": [len(part)]})
+    return pd.DataFrame({"rows": [len(part)], "schema": [schema.serialize().to_pybytes()]})
+
+
+def _conform_part(path: str, schema: pa.Schema, storage_options: dict[str, Any] | None) -> None:
+    from curator_dask.io.writers import conform_table
+
+    fs, f = get_fs(path, storage_options)
+    with fs.open(f, "rb") as fh:
+        table = pq.read_table(fh)
+    sink = pa.BufferOutputStream()
+    pq.write_table(conform_table(table, schema, path), sink)
+    write_bytes_atomic(sink.getvalue().to_pybytes(), path, storage_options)
 
 
 def write_frame(
@@ -636,62 +650,102 @@ def write_frame(
     label: str,
     storage_options: dict[str, Any] | None = None,
     schema: pa.Schema | None = None,
+    unify: bool = False,
 ) -> int:
     """Write ``df`` as ``<directory>/part-<i>.parquet`` (one file a partition, each atomic).
 
     Every file has ``schema``, by default that of ``df``'s meta (empty partitions included).
-    Part files left by an earlier attempt are removed first. Returns the number of rows
-    written.
+    With ``unify``, each partition is written with its own types and the files whose schema
+    differs from the union of all (io's rule for a run's one schema,
+    :func:`~curator_dask.io.writers.unify_schemas`) are rewritten with it: documents whose
+    column types differ between input files. Part files left by an earlier attempt are
+    removed first. Returns the number of rows written.
     """
     from curator_dask import _backend
+    from curator_dask.io.writers import unify_schemas
 
     remove_tree(directory, storage_options)
-    if schema is None:
+    if schema is None and not unify:
         meta = _backend.to_pandas(df._meta)
         schema = pa.Schema.from_pandas(meta, preserve_index=False)
     counts = df.map_partitions(
         _write_part, directory, storage_options, schema,
-        meta=pd.DataFrame({"rows": pd.Series([], dtype="int64")}),
+        meta=pd.DataFrame({"rows": pd.Series([], dtype="int64"), "schema": []}),
     )  # fmt: skip
     parts = reporter.compute(counts.to_delayed(), label)
+    if unify:
+        schemas = [pa.ipc.read_schema(pa.py_buffer(p["schema"].iloc[0])) for p in parts]
+        one = unify_schemas(schemas)
+        paths = [layout(directory).part_path(i) for i in range(len(parts))]
+        todo = [
+            dask.delayed(_conform_part)(path, one, storage_options)
+            for path, s in zip(paths, schemas, strict=True)
+            if not s.remove_metadata().equals(one)
+        ]
+        dask.compute(*todo)
     return int(sum(int(p["rows"].sum()) for p in parts))
 
 
-def publish(
+@dataclass
+class Staged:
+    """An output directory written but not yet in place (see :func:`stage`)."""
+
+    final: str
+    tmp: str | None
+    rows: int
+
+
+def stage(
     df: Any,
     output_path: str,
     name: str,
     reporter: Reporter,
     storage_options: dict[str, Any] | None = None,
-) -> tuple[str, int]:
-    """Write ``df`` to ``<output_path>/<name>/`` atomically as a directory.
+    unify: bool = False,
+) -> Staged:
+    """Write ``df`` for ``<output_path>/<name>/`` without putting it in place yet.
 
-    On a local disk the part files go to a hidden temporary directory, which replaces
-    ``<name>/`` once all are written, so a reader never sees a partial ``<name>/``. On an
-    object store each part object appears whole and the old ones are deleted first.
-    ``<name>.curator/_SUCCESS`` (beside it) is written last in both cases. Returns the
-    directory and the rows.
+    On a local disk the part files go to a hidden temporary directory, which
+    :func:`commit` moves to ``<name>/``. On an object store (no rename) the old objects go
+    first and each new part object appears whole; an earlier run's ``<name>.curator/_SUCCESS``
+    (beside it) is removed now. ``unify``: see :func:`write_frame`.
     """
     final = join(output_path, name)
-    fs, f = get_fs(final, storage_options)
+    fs, _ = get_fs(final, storage_options)
     remove_tree(layout(final).success_path, storage_options)  # an earlier run's marker
     if _is_object_store(fs):
-        # no rename on object stores: the old objects go first, each new part appears whole,
-        # and _SUCCESS (written last) says the directory is complete
-        rows = write_frame(df, final, reporter, f"write {name}", storage_options)
-    else:
-        tmp = join(output_path, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+        rows = write_frame(df, final, reporter, f"write {name}", storage_options, unify=unify)
+        return Staged(final, None, rows)
+    tmp = join(output_path, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        rows = write_frame(df, tmp, reporter, f"write {name}", storage_options, unify=unify)
+    except BaseException:
+        remove_tree(tmp, storage_options)
+        raise
+    return Staged(final, tmp, rows)
+
+
+def commit(staged: Staged, storage_options: dict[str, Any] | None = None) -> tuple[str, int]:
+    """Put a staged directory in place, ``<name>.curator/_SUCCESS`` last; (directory, rows)."""
+    final = staged.final
+    if staged.tmp is not None:
+        fs, f = get_fs(final, storage_options)
         try:
-            rows = write_frame(df, tmp, reporter, f"write {name}", storage_options)
             remove_tree(final, storage_options)
-            _, t = get_fs(tmp, storage_options)
+            _, t = get_fs(staged.tmp, storage_options)
             fs.mv(t, f, recursive=True)
         finally:
-            remove_tree(tmp, storage_options)
+            remove_tree(staged.tmp, storage_options)
     write_bytes_atomic(
-        json.dumps({"rows": rows}).encode(), layout(final).success_path, storage_options
+        json.dumps({"rows": staged.rows}).encode(), layout(final).success_path, storage_options
     )
-    return final, rows
+    return final, staged.rows
+
+
+def discard(staged: Staged, storage_options: dict[str, Any] | None = None) -> None:
+    """Remove a staged directory that will not be put in place."""
+    if staged.tmp is not None:
+        remove_tree(staged.tmp, storage_options)
 
 
 # -- the result -------------------------------------------------------------------------------

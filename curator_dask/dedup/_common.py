@@ -16,16 +16,19 @@ from curator_dask.dedup._base import (
     DedupInput,
     DedupResult,
     Reporter,
+    Staged,
     StepCache,
     active_client,
+    commit,
     copy_quarantine,
+    discard,
     get_fs,
     join,
     monitor,
-    publish,
     read_parquet_dir,
     remove_tree,
     resolve_path,
+    stage,
     write_frame,
 )
 from curator_dask.io.layout import RunLayout
@@ -206,18 +209,32 @@ class DedupWorkflow:
             allm = read_parquet_dir(mdir, so, members_meta(id_dtype))
             removed = allm[allm["removed"]]
             paths: dict[str, str] = {}
-            paths["removed_ids"], n_removed = publish(
-                removed[["id", "group"]], run.output_path, "removed_ids", r, so
-            )
-            n_groups = int(allm["group"].nunique().compute()) if n_removed else 0
-            if getattr(self, "duplicate_groups", False):
-                paths["duplicate_groups"], _ = publish(
-                    allm[["id", "group"]], run.output_path, "duplicate_groups", r, so
+            # every output is written before any is put in place: removed_ids is never
+            # published without the deduplicated/ it goes with
+            staged: dict[str, Staged] = {}
+            try:
+                if getattr(self, "perform_removal", False):
+                    docs = run.input.frame() if documents_frame is None else documents_frame
+                    kept = remove_documents(docs, removed[["_uid"]])
+                    # input files may type a column differently: the run's one schema
+                    staged["deduplicated"] = stage(
+                        kept, run.output_path, "deduplicated", r, so, unify=True
+                    )
+                if getattr(self, "duplicate_groups", False):
+                    staged["duplicate_groups"] = stage(
+                        allm[["id", "group"]], run.output_path, "duplicate_groups", r, so
+                    )
+                staged["removed_ids"] = stage(
+                    removed[["id", "group"]], run.output_path, "removed_ids", r, so
                 )
-            if getattr(self, "perform_removal", False):
-                docs = run.input.frame() if documents_frame is None else documents_frame
-                kept = remove_documents(docs, removed[["_uid"]])
-                paths["deduplicated"], _ = publish(kept, run.output_path, "deduplicated", r, so)
+            except BaseException:
+                for s in staged.values():
+                    discard(s, so)
+                raise
+            for name, s in staged.items():
+                paths[name], _ = commit(s, so)
+            n_removed = staged["removed_ids"].rows
+            n_groups = int(allm["group"].nunique().compute()) if n_removed else 0
             qdir, n_quarantined = copy_quarantine(run.input.quarantine_path, run.output_path, so)
             if qdir is not None:
                 paths["quarantine"] = qdir

@@ -350,24 +350,29 @@ class ParquetWriter(_FileWriter):
         return table.schema.remove_metadata()
 
     def _conform(self, data: bytes, schema: pa.Schema, f: Any, name: str) -> None:
-        table = pq.read_table(pa.BufferReader(data))
-        columns = []
-        for fld in schema:
-            if fld.name not in table.column_names:
-                columns.append(pa.nulls(table.num_rows, fld.type))
-                continue
-            col = table.column(fld.name)
-            if col.type != fld.type:
-                try:
-                    col = col.cast(fld.type)
-                except pa.ArrowException as err:
-                    raise TypeError(
-                        f"{name}: column {fld.name!r} of type {col.type} cannot be cast to "
-                        f"the run's type {fld.type}: {err}"
-                    ) from err
-            columns.append(col)
-        out = pa.Table.from_arrays(columns, schema=schema)
+        out = conform_table(pq.read_table(pa.BufferReader(data)), schema, name)
         pq.write_table(out, f, compression=self.compression, row_group_size=self.row_group_size)
+
+
+def conform_table(table: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
+    """``table`` with ``schema``'s columns in its order: a missing column becomes nulls, the
+    others are cast to the unified type (:func:`unify_schemas`); ``name`` is for errors."""
+    columns = []
+    for fld in schema:
+        if fld.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, fld.type))
+            continue
+        col = table.column(fld.name)
+        if col.type != fld.type:
+            try:
+                col = col.cast(fld.type)
+            except pa.ArrowException as err:
+                raise TypeError(
+                    f"{name}: column {fld.name!r} of type {col.type} cannot be cast to "
+                    f"the run's type {fld.type}: {err}"
+                ) from err
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def conform_partitions(writer: Writer, results: list[WriteResult]) -> pa.Schema | None:
