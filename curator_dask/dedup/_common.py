@@ -31,7 +31,7 @@ from curator_dask.dedup._base import (
     stage,
     write_frame,
 )
-from curator_dask.io.layout import RunLayout
+from curator_dask.io.layout import RunLayout, check_apart
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 
@@ -176,7 +176,12 @@ class DedupWorkflow:
         output = resolve_path(self.output_path)  # type: ignore[attr-defined]
         work = self._work_root(output)
         inp = DedupInput.of(self)
-        _refuse_overlap(inp, output)
+        cache = getattr(self, "cache_path", None)
+        # io's one overlap rule: output and cache apart from the input and from each other
+        check_apart(
+            inp.paths or [],
+            {"output": output, "cache directory": resolve_path(cache) if cache else None},
+        )
         client = active_client(getattr(self, "client", None))
         reporter = Reporter(self.method, client)
         reporter.start()
@@ -256,19 +261,6 @@ class DedupWorkflow:
             r.say("summary")
             print(repr(result), file=r.stream, flush=True)
         return result
-
-
-def _refuse_overlap(inp: DedupInput, output: str) -> None:
-    """Refuse an output directory equal to or inside an input directory (or the reverse)."""
-    for p in inp.paths or []:
-        if any(c in p for c in "*?["):
-            p = p[: min(p.find(c) for c in "*?[" if c in p)].rsplit("/", 1)[0]
-        a, b = p.rstrip("/") + "/", output.rstrip("/") + "/"
-        if a.startswith(b) or b.startswith(a):
-            raise ValueError(
-                f"the output {output!r} overlaps the input {p!r}: choose an output directory "
-                "outside the input"
-            )
 
 
 def remove_duplicates(

@@ -94,6 +94,9 @@ def list_files(
 ) -> list[FileInfo]:
     """Expand paths, directories and globs into a sorted, de-duplicated list of files.
 
+    A local file is listed once however it is named (``./``, ``..``, symlinks: the same
+    resolved path), under the first of its names.
+
     Directories are searched recursively for files ending in one of ``suffixes`` (case
     insensitive), skipping names that start with ``.`` or ``_`` (``_SUCCESS``,
     ``_quarantine/``, temporary files). Globs and explicit files are taken as given.
@@ -115,10 +118,16 @@ def list_files(
             if err.errno is None:
                 raise PermissionError(message) from err
             raise PermissionError(err.errno, message) from err
+        local = _is_local(fs)
         for e in infos:
             full = _full_path(fs, e["name"])
-            found[full] = FileInfo(full, int(e.get("size") or 0), _version(e))
-    return [found[k] for k in sorted(found)]
+            # one file named twice (``d/a``, ``d/./a``, a symlink to it) is read once, under
+            # the first name given; object keys are distinct as they are
+            key = os.path.realpath(full) if local else full
+            if key not in found:
+                name = os.path.normpath(full) if local else full
+                found[key] = FileInfo(name, int(e.get("size") or 0), _version(e))
+    return sorted(found.values(), key=lambda f: f.path)
 
 
 def _list_one(

@@ -36,6 +36,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,6 +166,39 @@ def overlap(a: str, b: str) -> bool:
     shallow_a = (g := _glob_folder(os.fspath(a))) is not None and not g[1]
     shallow_b = (g := _glob_folder(os.fspath(b))) is not None and not g[1]
     return ka == kb or (a_in_b and not shallow_b) or (b_in_a and not shallow_a)
+
+
+def check_apart(inputs: Sequence[str], written: Mapping[str, str | None]) -> None:
+    """The overlap rule of every command, checked before anything is written or deleted.
+
+    ``written`` names the locations a command writes (its output, a cache, work or
+    quarantine directory; ``None``: not set). Raise ``ValueError`` when one of them is,
+    contains or lies inside one of ``inputs`` (a later run would read its files as input,
+    an overwrite would delete input files), or two of them overlap (one command's files
+    would replace or be read as the other's). What a command nests inside its own output
+    (``.curator/``) is not named here.
+
+    >>> check_apart(["/d/in"], {"output": "/d/out", "cache": "/d/in/cache"})
+    Traceback (most recent call last):
+    ...
+    ValueError: cache /d/in/cache overlaps the input /d/in: ...
+    """
+    given = [(name, os.fspath(path)) for name, path in written.items() if path]
+    for name, path in given:
+        for location in inputs:
+            if overlap(path, location):
+                raise ValueError(
+                    f"{name} {path} overlaps the input {location}: the run would read its "
+                    "own files or overwrite its input. Use a directory outside the input "
+                    "(and not containing it)."
+                )
+    for i, (name, path) in enumerate(given):
+        for other, where in given[i + 1 :]:
+            if overlap(path, where):
+                raise ValueError(
+                    f"{name} {path} overlaps the {other} {where}: give each its own "
+                    "directory, neither inside the other."
+                )
 
 
 def join(root: str, *names: str) -> str:
@@ -352,13 +386,7 @@ class RunLayout:
         Called before anything is written or deleted: an overwrite would delete input files,
         and a reader would read the run's own output.
         """
-        for location in inputs:
-            if overlap(self.root, location):
-                raise ValueError(
-                    f"output {self.root} overlaps the input {location}: the run would read "
-                    "its own output or overwrite its input. Write to a directory outside "
-                    "the input (and not containing it)."
-                )
+        check_apart(inputs, {"output": self.root, "quarantine directory": self.quarantine_root})
 
     def prune(self, keep: int) -> list[str]:
         """Remove the document files, statistics and quarantine of partitions ``>= keep``.
