@@ -169,10 +169,10 @@ def test_removed_ids_are_not_published_when_deduplicated_fails(
     """Issue 21 (4): the outputs are written first and put in place together."""
     import pandas as pd
 
-    from curator_dask.dedup import ExactDeduplicationWorkflow
-    from curator_dask.dedup import _common
+    from curator_dask.dedup import ExactDeduplicationWorkflow, _common
 
-    df = pd.DataFrame({"id": [f"d{i}" for i in range(12)], "text": [f"t {i % 3}" for i in range(12)]})
+    texts = [f"t {i % 3}" for i in range(12)]
+    df = pd.DataFrame({"id": [f"d{i}" for i in range(12)], "text": texts})
     real = _common.remove_documents
 
     def broken(*args: object, **kwargs: object) -> object:

@@ -38,11 +38,8 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
     assert sorted(got.hashes.elements()) == want
 
     out = tmp_path / "dedup"
-    proc = cli(
-        ["exact-dedup", *names, "--output", str(out), "--perform-removal", "-q", "--n-workers", "1"],
-        cwd=tmp_path,
-        timeout=300,
-    )
+    args = ["exact-dedup", *names, "--output", str(out), "--perform-removal", "-q"]
+    proc = cli([*args, "--n-workers", "1"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "documents read: 10 " in proc.stdout
     kept = ds.dataset(out / "deduplicated", format="parquet").to_table().to_pylist()
@@ -51,7 +48,8 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
 @pytest.mark.parametrize(
@@ -109,6 +107,7 @@ def test_a_cache_or_work_directory_overlapping_the_input_or_output_is_refused(
     proc = cli(args, cwd=tmp_path, timeout=300)
     assert proc.returncode != 0
     errors = [x for x in proc.stderr.splitlines() if "error:" in x]
-    assert errors and "overlaps the" in errors[0], proc.stderr[-2000:]
+    assert errors, proc.stderr[-2000:]
+    assert "overlaps the" in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert _tree(tmp_path) == before  # nothing written, nothing deleted
