@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -31,7 +35,7 @@ from curator_dask.dedup._base import (
     stage,
     write_frame,
 )
-from curator_dask.io.layout import RunLayout, check_apart
+from curator_dask.io.layout import OutputLease, RunLayout, check_apart, lease_timeout
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 
@@ -171,6 +175,23 @@ class DedupWorkflow:
         """Where the steps are cached; default ``<output>/_work``."""
         return RunLayout.for_output(output_path).work_dir(self.method)
 
+    @contextlib.contextmanager
+    def _leases(self) -> Iterator[None]:
+        """Hold the lease of the output and of the cache directory (io's
+        :class:`~curator_dask.io.layout.OutputLease`) while the workflow runs: a second run
+        on either is refused with ``OutputInUseError`` naming the first."""
+        so = getattr(self, "storage_options", None)
+        places = {"output": resolve_path(self.output_path)}  # type: ignore[attr-defined]
+        cache = getattr(self, "cache_path", None)
+        if cache:
+            places["cache directory"] = resolve_path(cache)
+        run_id = f"{self.method}-{uuid.uuid4().hex[:12]}"
+        with contextlib.ExitStack() as held:
+            for what, root in places.items():
+                layout = RunLayout(root, storage_options=so)
+                held.enter_context(OutputLease(layout, run_id, lease_timeout(), what=what))
+            yield
+
     def _begin(self, quarantine_step: str | None = None) -> Run:
         so = getattr(self, "storage_options", None)
         output = resolve_path(self.output_path)  # type: ignore[attr-defined]
@@ -261,6 +282,17 @@ class DedupWorkflow:
             r.say("summary")
             print(repr(result), file=r.stream, flush=True)
         return result
+
+
+def leased(run: Callable[[Any], DedupResult]) -> Callable[[Any], DedupResult]:
+    """Decorate a workflow's ``run``: it holds :meth:`DedupWorkflow._leases` throughout."""
+
+    @functools.wraps(run)
+    def wrapper(self: Any) -> DedupResult:
+        with self._leases():
+            return run(self)
+
+    return wrapper
 
 
 def remove_duplicates(

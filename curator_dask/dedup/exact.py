@@ -32,6 +32,7 @@ from curator_dask.dedup._base import (
 from curator_dask.dedup._common import (
     DedupWorkflow,
     group_members,
+    leased,
     members_meta,
     shuffle_method,
     with_uid,
@@ -194,6 +195,7 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
             _groups_part, self.keep, meta=members_meta(hashed._meta["id"].dtype)
         )
 
+    @leased
     def run(self) -> DedupResult:
         """Compute and write the result.
 

@@ -49,6 +49,7 @@ from curator_dask.dedup._common import (
     DedupWorkflow,
     Run,
     group_members,
+    leased,
     members_meta,
     shuffle_method,
     with_uid,
@@ -804,6 +805,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             group_members, self.keep, meta=members_meta(id_dtype)
         )
 
+    @leased
     def run(self) -> DedupResult:
         """Run all steps, reusing finished ones from ``cache_path``.
 

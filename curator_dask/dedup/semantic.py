@@ -52,7 +52,7 @@ from curator_dask.dedup._base import (
     write_bytes_atomic,
     write_frame,
 )
-from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, shuffle_method
+from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, leased, shuffle_method
 from curator_dask.dedup._params import SemanticParams
 
 _KEEP = ("hard", "easy", "first")
@@ -244,6 +244,7 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         self.stats["duplicates_computed"] = 1
         return out
 
+    @leased
     def run(self) -> DedupResult:
         """Run the three steps (reusing finished ones) and write the outputs.
 

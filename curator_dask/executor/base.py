@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dask.base import tokenize
-from dask.utils import parse_timedelta
 
 from curator_dask import config as _config
 from curator_dask.executor import _tasks
 from curator_dask.executor._progress import Progress
 from curator_dask.io.base import PartitionSpec, Reader, Writer
-from curator_dask.io.layout import OutputLease, RunLayout
+from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
 from curator_dask.io.writers import unify_schemas
 from curator_dask.results import PipelineResult
 from curator_dask.stage import ProcessingStage, parameters_of
@@ -63,11 +62,6 @@ def _stage_token(stage: ProcessingStage) -> str:
         )
     except Exception:
         return stage.token()
-
-
-def _lease_timeout() -> float:
-    """``curator.execution.lease-timeout``: how long a silent lease holder counts as alive."""
-    return float(parse_timedelta(_config.get("execution.lease-timeout", "300s"), default="s"))
 
 
 def _slug(name: str) -> str:
@@ -274,7 +268,7 @@ class Executor:
         mode = execution_mode or _config.get("execution.mode", "streaming")
         with self._planning():
             plan = make_plan(pipeline, mode)
-        with OutputLease(plan.layout, plan.run_id, timeout_s=_lease_timeout()):
+        with OutputLease(plan.layout, plan.run_id, timeout_s=lease_timeout()):
             return self._execute(plan, mode, t0)
 
     def _execute(self, plan: RunPlan, mode: str, t0: float) -> PipelineResult:

@@ -477,6 +477,13 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def lease_timeout() -> float:
+    """``curator.execution.lease-timeout``: how long a silent lease holder counts as alive."""
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(config.get("execution.lease-timeout", "300s"), default="s"))
+
+
 class OutputLease:
     """An exclusive lease on an output directory, held for the length of one run.
 
@@ -492,10 +499,13 @@ class OutputLease:
             ...  # write the run's files
     """
 
-    def __init__(self, layout: RunLayout, run_id: str, timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, layout: RunLayout, run_id: str, timeout_s: float = 300.0, what: str = "output"
+    ) -> None:
         self.layout = layout
         self.run_id = run_id
         self.timeout_s = float(timeout_s)
+        self.what = what  # the directory's role, in messages (a dedup cache holds one too)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -522,7 +532,7 @@ class OutputLease:
     def _refuse(self, holder: dict[str, Any]) -> OutputInUseError:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(holder["started"])))
         return OutputInUseError(
-            f"output {self.layout.root} is in use by run {holder.get('run_id')} "
+            f"{self.what} {self.layout.root} is in use by run {holder.get('run_id')} "
             f"(host {holder.get('host')}, pid {holder.get('pid')}, since {since}); wait for "
             f"it to finish, or write elsewhere. If that job is dead, its lease expires after "
             f"{self.timeout_s:.0f} s without heartbeat, or remove {self.layout.lease_path}"
