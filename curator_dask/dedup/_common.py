@@ -175,6 +175,17 @@ class DedupWorkflow:
         """Where the steps are cached; default ``<output>/_work``."""
         return RunLayout.for_output(output_path).work_dir(self.method)
 
+    def _check_apart(self, inp: DedupInput) -> None:
+        """io's one overlap rule: output and cache apart from the input and each other."""
+        cache = getattr(self, "cache_path", None)
+        check_apart(
+            inp.paths or [],
+            {
+                "output": resolve_path(self.output_path),  # type: ignore[attr-defined]
+                "cache directory": resolve_path(cache) if cache else None,
+            },
+        )
+
     @contextlib.contextmanager
     def _leases(self) -> Iterator[None]:
         """Hold the lease of the output and of the cache directory (io's
@@ -185,6 +196,7 @@ class DedupWorkflow:
         cache = getattr(self, "cache_path", None)
         if cache:
             places["cache directory"] = resolve_path(cache)
+        self._check_apart(DedupInput.of(self))  # before a lease file is written
         run_id = f"{self.method}-{uuid.uuid4().hex[:12]}"
         with contextlib.ExitStack() as held:
             for what, root in places.items():
@@ -197,12 +209,7 @@ class DedupWorkflow:
         output = resolve_path(self.output_path)  # type: ignore[attr-defined]
         work = self._work_root(output)
         inp = DedupInput.of(self)
-        cache = getattr(self, "cache_path", None)
-        # io's one overlap rule: output and cache apart from the input and from each other
-        check_apart(
-            inp.paths or [],
-            {"output": output, "cache directory": resolve_path(cache) if cache else None},
-        )
+        self._check_apart(inp)
         client = active_client(getattr(self, "client", None))
         reporter = Reporter(self.method, client)
         reporter.start()

@@ -391,6 +391,21 @@ def conform_partitions(writer: Writer, results: list[WriteResult]) -> pa.Schema 
     return schema
 
 
+def _write_recorded(writer: _FileWriter, part: Any, index: int, token: str) -> WriteResult:
+    result = writer.write_partition(part, index)
+    record = {"index": index, "rows": result.rows, "token": token}
+    writer.layout.write_json(writer.layout.partition_stats_path(index), record)
+    return result
+
+
+def _written(writer: _FileWriter, index: int, token: str) -> bool:
+    """In ``resume`` mode: partition ``index`` was written from the same computation."""
+    if not writer.is_done(index):
+        return False
+    record = writer.layout.read_json(writer.layout.partition_stats_path(index))
+    return isinstance(record, dict) and record.get("token") == token
+
+
 def _write(df: Any, writer: _FileWriter) -> list[WriteResult]:
     import dask
     import dask.dataframe as dd
@@ -399,8 +414,12 @@ def _write(df: Any, writer: _FileWriter) -> list[WriteResult]:
         df = dd.from_pandas(df, npartitions=1)
     writer.begin()
     parts = df.to_delayed()
-    todo = [i for i in range(len(parts)) if not writer.is_done(i)]
-    tasks = [dask.delayed(writer.write_partition)(parts[i], i) for i in todo]
+    # The collection's name is dask's token of its whole graph, readers' file sizes and
+    # modification times included: in resume mode a partition counts as written only if it
+    # was written from the same one, so a document appended to an input is picked up.
+    token = str(df._name)
+    todo = [i for i in range(len(parts)) if not _written(writer, i, token)]
+    tasks = [dask.delayed(_write_recorded)(writer, parts[i], i, token) for i in todo]
     results = list(dask.compute(*tasks))
     conform_partitions(writer, results)
     summary = {

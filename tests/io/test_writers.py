@@ -142,6 +142,36 @@ def test_resume_skips_finished_partitions(tmp_path: Path, monkeypatch) -> None:
     assert not JsonlWriter(str(tmp_path)).is_done(0)  # overwrite mode never skips
 
 
+def test_resume_picks_up_a_document_appended_to_an_input_file(tmp_path: Path) -> None:
+    """Issue 21 (8): as the CLI's resume does, a changed input redoes its partitions."""
+    import hashlib
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    lines = [json.dumps({"id": f"a{i}", "text": f"doc {i}"}) for i in range(10)]
+    (src / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (src / "b.jsonl").write_text(json.dumps({"id": "b0", "text": "other"}) + "\n")
+    write_jsonl(read_jsonl(str(src), files_per_partition=1), str(out), mode="resume")
+    again = write_jsonl(read_jsonl(str(src), files_per_partition=1), str(out), mode="resume")
+    assert again == []  # nothing changed: nothing redone
+    with open(src / "a.jsonl", "a") as f:
+        f.write(json.dumps({"id": "a10", "text": "appended"}) + "\n")
+    write_jsonl(read_jsonl(str(src), files_per_partition=1), str(out), mode="resume")
+
+    def digest(rows: list[str]) -> list[str]:
+        return sorted(hashlib.sha256(r.encode()).hexdigest() for r in rows)
+
+    got = [x for p in sorted(out.glob("part-*.jsonl")) for x in p.read_text().splitlines()]
+    want = [
+        *(src / "a.jsonl").read_text().splitlines(),
+        *(src / "b.jsonl").read_text().splitlines(),
+    ]
+    assert len(got) == 12
+    assert digest([json.dumps(json.loads(x), sort_keys=True) for x in got]) == digest(
+        [json.dumps(json.loads(x), sort_keys=True) for x in want]
+    )
+
+
 def test_overwrite_clears_an_earlier_run_only(tmp_path: Path) -> None:
     write_parquet(dd.from_pandas(_frame(), npartitions=5), str(tmp_path))
     write_quarantine(_quarantine_rows(2), str(tmp_path), 4)
