@@ -6,6 +6,7 @@ Every case runs ``curator-dask`` as a subprocess, as a user does, with a time li
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -223,6 +224,56 @@ def test_zero_workers_is_a_usage_error(tmp_path: Path) -> None:
     proc, took = _timed(["run", str(f), "--n-workers", "0", "-q"], tmp_path)
     _user_error(proc, 2, "--n-workers", "n_workers >= 1")
     assert took < 30
+
+
+@pytest.mark.integration
+def test_a_thousand_local_workers_are_capped_by_the_cores_with_a_notice(tmp_path: Path) -> None:
+    """Issue 21 (6): ``--n-workers 1000`` on a local cluster of processes starts at most one
+    worker per core (and per 512 MiB), says so in one line, and the run completes."""
+    import psutil
+
+    from curator_dask.cluster import _cpu_count
+
+    docs = _docs(tmp_path / "in.jsonl")
+    # a cluster of processes even for this small input (the threads-below shortcut off)
+    f = _spec(tmp_path, "in.jsonl", "out", cluster={"threads_below": None})
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    err_file = tmp_path / "stderr.txt"
+    with open(err_file, "w") as err:  # a file: a pipe nobody reads could fill up
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "curator_dask.cli", "run", str(f), "--n-workers", "1000"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        most = 0
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 120
+        try:
+            while proc.poll() is None:
+                assert time.monotonic() < deadline, "the run did not finish"
+                with contextlib.suppress(psutil.Error):
+                    most = max(most, len(parent.children(recursive=True)))
+                time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                for child in parent.children(recursive=True):
+                    child.kill()
+                proc.kill()
+                proc.wait()
+    stderr = err_file.read_text()
+    assert proc.returncode == 0, stderr[-2000:]
+    cap = _cpu_count()
+    notices = [x for x in stderr.splitlines() if "local workers asked for" in x]
+    assert len(notices) == 1, stderr[-2000:]
+    assert f"1000 local workers asked for; starting {cap} ({cap} cores" in notices[0]
+    # each worker is a nanny and its worker process; a helper or two besides
+    assert most <= 2 * cap + 2, most
+    assert audit(tmp_path / "out").stats["kept"] == len(docs)
 
 
 @pytest.mark.integration
