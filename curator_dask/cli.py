@@ -790,7 +790,11 @@ def _log_warning(
 
 
 def setup_logging(
-    verbose: int = 0, quiet: int = 0, level: str | None = None, log_file: str | None = None
+    verbose: int = 0,
+    quiet: int = 0,
+    level: str | None = None,
+    log_file: str | None = None,
+    debug: bool = False,
 ) -> int:
     """Send curator_dask's (and dask's) log records to stderr and ``log_file``; return the level.
 
@@ -800,6 +804,9 @@ def setup_logging(
     distributed say only their errors unless -v (their warnings: p2p shuffles, workers
     restarted) or -vv (everything); Python warnings of other packages likewise, and
     curator_dask's own warnings become one line each.
+    Without ``debug`` (``--debug``/``-v``), distributed's ``Compute Failed`` report of a
+    failed task stays off the console (the log file keeps it): the user gets main()'s
+    one-line error.
     """
     import warnings
 
@@ -812,6 +819,12 @@ def setup_logging(
     console = logging.StreamHandler(sys.stderr)
     console.setFormatter(ConsoleFormatter())
     console.setLevel(min(ours, theirs))
+    if not (debug or verbose > 0):
+        # a task's failure reaches the user as the one-line error (main); the traceback of
+        # an in-process worker's "Compute Failed" goes to the log file, or -v/--debug
+        from curator_dask._task_failures import HideTaskFailures
+
+        console.addFilter(HideTaskFailures())
     handlers: list[logging.Handler] = [console]
     if log_file:
         to_file = logging.FileHandler(log_file)
@@ -1092,8 +1105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    setup_logging(args.verbose, args.quiet, args.log_level, args.log_file)
     debug = bool(getattr(args, "debug", False) or (getattr(args, "verbose", 0) or 0) > 0)
+    setup_logging(args.verbose, args.quiet, args.log_level, args.log_file, debug)
     try:
         if (
             getattr(args, "_serve_metrics", False)

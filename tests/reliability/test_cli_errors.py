@@ -227,6 +227,36 @@ def test_zero_workers_is_a_usage_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("workers", ["threads", "processes"])
+def test_a_failed_task_prints_the_one_line_error_without_the_workers_traceback(
+    tmp_path: Path, workers: str
+) -> None:
+    """Issue 21 (7): a disk-full error raised in a task (in-process workers, and worker
+    processes) prints the project's two lines, not distributed's ``Compute Failed ...
+    Traceback`` block; ``--log-file`` keeps the block (in-process workers), ``-v`` shows
+    the traceback."""
+    _docs(tmp_path / "in.jsonl")
+    cluster = {} if workers == "threads" else {"threads_below": None}
+    f = _spec(
+        tmp_path,
+        str(tmp_path / "in.jsonl"),
+        str(tmp_path / "out"),
+        stages=[{"class": "_failing_stage:DiskFullStage"}],
+        cluster=cluster,
+    )
+    log = tmp_path / "run.log"
+    proc = cli(["run", str(f), "--log-file", str(log)], cwd=HERE, timeout=120)
+    _user_error(proc, 1, "disk full", "/o/part-00000.jsonl")
+    assert "Compute Failed" not in proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    if workers == "threads":
+        assert "Compute Failed" in log.read_text()
+    loud = cli(["run", str(f), "-v"], cwd=HERE, timeout=120)
+    assert loud.returncode == 1
+    assert "Traceback" in loud.stderr
+
+
+@pytest.mark.integration
 def test_a_thousand_local_workers_are_capped_by_the_cores_with_a_notice(tmp_path: Path) -> None:
     """Issue 21 (6): ``--n-workers 1000`` on a local cluster of processes starts at most one
     worker per core (and per 512 MiB), says so in one line, and the run completes."""
