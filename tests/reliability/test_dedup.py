@@ -65,7 +65,7 @@ def test_exact_dedup_accounts_for_every_document(tmp_path: Path) -> None:
 def _quarantine(out: Path) -> list[dict]:
     return [
         json.loads(line)
-        for f in sorted((out / ".curator" / "_quarantine").glob("*.jsonl"))
+        for f in sorted((Path(str(out) + ".curator") / "_quarantine").glob("*.jsonl"))
         for line in f.read_text().splitlines()
     ]
 

@@ -79,7 +79,7 @@ def test_a_second_dedup_on_a_cache_or_output_in_use_is_refused_naming_the_first(
 
     cache_a, out_a = tmp_path / "cache", tmp_path / "out-a"
     first = _first(src / "a.jsonl", cache_a, out_a, pause=30)
-    lease = (cache_a if shared == "cache" else out_a) / ".curator" / "_lease.json"
+    lease = Path(str(cache_a if shared == "cache" else out_a) + ".curator") / "_lease.json"
     deadline = time.monotonic() + 120
     while not lease.exists():
         assert first.poll() is None, first.communicate()[1][-2000:]
