@@ -1080,6 +1080,15 @@ def describe_error(err: BaseException) -> tuple[int, str]:
             "curator-dask: free space or write elsewhere; with mode: resume a rerun keeps "
             "the finished partitions"
         )
+    if isinstance(err, OSError) and (
+        err.errno == errno.EBUSY or "reduce your request rate" in msg.lower()
+    ):  # s3fs's SlowDown (503) once its retries and botocore's ran out
+        return 1, (
+            f"curator-dask: error: the object store kept throttling the requests (SlowDown) "
+            f"after its retries: {msg}\n"
+            "curator-dask: run again later or with fewer workers (with mode: resume a rerun "
+            "keeps the finished partitions)"
+        )
     known = (
         "AccountingError",
         "MalformedInputError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import lzma
 import os
 import posixpath
@@ -110,7 +111,11 @@ def list_files(
         url = os.fspath(item)
         try:
             fs, infos = _list_one(url, suffixes, storage_options)
-        except PermissionError as err:
+        except OSError as err:
+            if not isinstance(err, PermissionError):
+                if err.errno == errno.EBUSY:  # an object store still throttling: say where
+                    raise OSError(err.errno, f"listing {url}: {err.strerror or err}") from err
+                raise
             # object stores say "access denied" / "key does not exist" without the path
             if url in str(err):
                 raise

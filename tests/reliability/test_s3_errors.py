@@ -176,3 +176,65 @@ def test_refused_credentials_name_the_path(tmp_path: Path, strict_s3: dict[str, 
     assert "s3://data/in" in lines[0]
     assert "refused" in lines[0]
     assert "credentials" in lines[1]
+
+
+def _through_proxy(
+    bucket: str, options: dict[str, Any], every: int, reset_every: int
+) -> tuple[Any, dict[str, Any]]:
+    from _flaky_s3 import FlakyProxy
+
+    proxy = FlakyProxy(options["endpoint_url"], every=every, reset_every=reset_every)
+    return proxy, {**options, "endpoint_url": proxy.start()}
+
+
+def test_throttling_and_connection_resets_are_retried_and_nothing_is_lost(
+    tmp_path: Path, s3_bucket: tuple[str, dict[str, Any]]
+) -> None:
+    """Issue 21 (9): every 3rd request answered ``503 SlowDown``, every 7th connection
+    reset, by a proxy in front of the moto server; the run retries with backoff (s3fs and
+    botocore) and its output, read back, holds every document once."""
+    bucket, options = s3_bucket
+    docs = _input(bucket, options)
+    proxy, flaky = _through_proxy(bucket, options, every=3, reset_every=7)
+    try:
+        f = tmp_path / "p.yaml"
+        f.write_text(yaml.safe_dump(_spec(f"{bucket}/in", f"{bucket}/out", flaky)))
+        proc = cli(["run", str(f), "--sequential", "-q"], cwd=tmp_path, timeout=300)
+    finally:
+        proxy.stop()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proxy.injected["slowdown"] > 0
+    assert proxy.injected["reset"] > 0
+    local = tmp_path / "copy"
+    _fs(options).get(f"{bucket}/out/", str(local), recursive=True)
+    _fs(options).get(f"{bucket}/out.curator/", str(local) + ".curator", recursive=True)
+    got = audit(local)
+    got.balanced()
+    kept = {doc_hash(d["id"], d["text"]) for d in docs if len(d["text"].split()) >= 3}
+    assert set(got.hashes) == kept
+    assert got.stats["read"] == len(docs) + 1
+
+
+def test_throttling_that_does_not_stop_is_a_clear_error(
+    tmp_path: Path, s3_bucket: tuple[str, dict[str, Any]]
+) -> None:
+    """Issue 21 (9): every request throttled: exit 1 after the retries, two lines naming
+    the location and what to do, no traceback, nothing written."""
+    bucket, options = s3_bucket
+    _input(bucket, options)
+    proxy, flaky = _through_proxy(bucket, options, every=1, reset_every=0)
+    try:
+        f = tmp_path / "p.yaml"
+        f.write_text(yaml.safe_dump(_spec(f"{bucket}/in", f"{bucket}/out", flaky)))
+        proc = cli(["run", str(f), "--sequential", "-q"], cwd=tmp_path, timeout=300)
+    finally:
+        proxy.stop()
+    assert proc.returncode == 1
+    assert proxy.injected["slowdown"] >= 2  # it was retried
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("curator-dask:")]
+    assert len(lines) == 2, proc.stderr[-2000:]
+    assert "kept throttling the requests (SlowDown) after its retries" in lines[0]
+    assert f"{bucket}/in" in lines[0]
+    assert "run again later" in lines[1]
+    assert "Traceback" not in proc.stderr
+    assert not _fs(options).exists(f"{bucket.removeprefix('s3://')}/out")
