@@ -38,10 +38,10 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
     assert sorted(got.hashes.elements()) == want
 
     out = tmp_path / "dedup"
-    args = ["exact-dedup", *names, "--output", str(out), "--perform-removal", "-q"]
+    args = ["exact-dedup", *names, "--output", str(out), "--perform-removal", "-q", "--json"]
     proc = cli([*args, "--n-workers", "1"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "documents read: 10 " in proc.stdout
+    assert json.loads(proc.stdout)["documents"] == 10
     kept = ds.dataset(out / "deduplicated", format="parquet").to_table().to_pylist()
     assert sorted(doc_hash(d["id"], d["text"]) for d in kept) == want
     assert not ds.dataset(out / "removed_ids", format="parquet").to_table().num_rows
