@@ -3,8 +3,9 @@
 The client receives the task's exception with its traceback, and ``curator-dask`` prints
 the project's one-line error (the traceback under ``-v``/``--debug``, and every record in
 ``--log-file``); the worker's own multi-line report of the same failure only repeats it.
-:class:`HideTaskFailures` is the filter; local worker processes load this module as a
-preload (:func:`dask_setup`), and the CLI puts the filter on its console handler.
+:class:`HideTaskFailures` is the filter; the CLI puts it on its console handler and adds
+this module to ``distributed.worker.preload``, so that the worker processes of a local
+cluster load it (:func:`dask_setup`).
 """
 
 from __future__ import annotations

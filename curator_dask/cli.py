@@ -768,6 +768,8 @@ _SHOWWARNING: list[Any] = []
 _SAVED_LEVELS: dict[str, int] = {}
 #: The dask preload that gives local worker processes the command's warning display.
 _WORKER_PRELOAD = "curator_dask._worker_warnings"
+#: The dask preload that keeps a failed task's traceback block off the terminal.
+_TASK_PRELOAD = "curator_dask._task_failures"
 _SAVED_PRELOAD: list[list[str]] = []
 
 
@@ -861,11 +863,14 @@ def setup_logging(
             }
         }
     )
-    # worker processes a local cluster starts say their warnings the same way
+    # worker processes a local cluster starts say their warnings the same way, and (unless
+    # -v/--debug) keep distributed's "Compute Failed" report of a failed task to themselves
+    wanted = [_WORKER_PRELOAD] if debug or verbose > 0 else [_WORKER_PRELOAD, _TASK_PRELOAD]
     preload = list(dask.config.get("distributed.worker.preload", []) or [])
-    if _WORKER_PRELOAD not in preload:
+    missing = [p for p in wanted if p not in preload]
+    if missing:
         _SAVED_PRELOAD[:] = [preload]
-        dask.config.set({"distributed.worker.preload": [*preload, _WORKER_PRELOAD]})
+        dask.config.set({"distributed.worker.preload": [*preload, *missing]})
     logging.getLogger("curator_dask").setLevel(ours if not log_file else logging.DEBUG)
     for name in ("distributed", "dask", "py.warnings"):
         _SAVED_LEVELS.setdefault(name, logging.getLogger(name).level)

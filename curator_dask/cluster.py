@@ -397,9 +397,6 @@ def _cpu_cluster(config: ClusterConfig) -> Any:
         scheduler_kwargs={"dashboard": bool(config.dashboard)},
         security=security,
         resources={"CPU": threads},
-        # the client gets a failed task's exception; the worker's report of it stays off
-        # the terminal (curator_dask._task_failures)
-        preload=["curator_dask._task_failures"],
         **network,
         **config.worker_kwargs(),
     )
