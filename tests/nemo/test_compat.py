@@ -417,3 +417,21 @@ def test_argument_helper():
     classifier = ArgumentHelper.parse_distributed_classifier_args()
     parsed = classifier.parse_args(["--input-data-dir", "i", "--output-data-dir", "o"])
     assert (parsed.device, parsed.max_chars, parsed.autocast) == ("gpu", 2000, True)
+
+
+def test_word_count_filter_lang_reaches_the_native_filter():
+    from curator_dask.nemo import ScoreFilter
+    from curator_dask.nemo.filters import WordCountFilter
+
+    frame = pd.DataFrame(
+        {"id": ["zh", "en"], "text": ["我们今天去学校。", "we go to school today"]}
+    )
+    ds = DocumentDataset(dd.from_pandas(frame, npartitions=1))
+    with dask.config.set(scheduler="sync"):
+        zh = ScoreFilter(WordCountFilter(min_words=6, lang="zh"), score_field="n")(ds)
+        en = ScoreFilter(WordCountFilter(min_words=6), score_field="n")(ds)
+        zh, en = zh.df.compute(), en.df.compute()
+    # one word per Han character (and one for the full stop) with lang="zh"
+    assert zh["id"].tolist() == ["zh"]
+    assert zh["n"].tolist() == [8]
+    assert en["id"].tolist() == []
