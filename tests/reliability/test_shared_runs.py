@@ -104,3 +104,80 @@ def test_a_second_dedup_on_a_cache_or_output_in_use_is_refused_naming_the_first(
     again = cli([*args, "--n-workers", "1"], cwd=tmp_path, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert [r[0] for r in _removed(out_b)] == [r[0] for r in want]
+
+
+def _lines(out: Path) -> list[str]:
+    return sorted(x for p in sorted(out.glob("part-*.jsonl")) for x in p.read_text().splitlines())
+
+
+def test_two_pipelines_and_two_dedups_at_once_equal_a_quiet_run_or_are_refused(
+    tmp_path: Path,
+) -> None:
+    """Issue 21: four commands started together: two ``run`` on one output and one on its
+    own, two ``fuzzy-dedup`` on one cache. Each finishes with the quiet run's result or is
+    refused naming the holder (exit 1); nothing else."""
+    import yaml
+
+    src = tmp_path / "in"
+    src.mkdir()
+    _docs(src / "a.jsonl")
+
+    def spec(out: Path) -> Path:
+        f = tmp_path / f"{out.name}.yaml"
+        f.write_text(
+            yaml.safe_dump(
+                {
+                    "reader": {"class": "JsonlReader", "params": {"paths": str(src)}},
+                    "stages": [{"class": "WordCountFilter", "params": {"min_words": 3}}],
+                    "writer": {"class": "JsonlWriter", "params": {"path": str(out)}},
+                }
+            )
+        )
+        return f
+
+    def fuzzy(out: Path, cache: Path) -> list[str]:
+        return ["fuzzy-dedup", str(src), "--output", str(out), "--cache-dir", str(cache)]
+
+    quiet = cli(["run", str(spec(tmp_path / "quiet")), "--sequential", "-q"], cwd=tmp_path)
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    quiet_f = cli([*fuzzy(tmp_path / "quiet-f", tmp_path / "quiet-c"), "-q"], cwd=tmp_path)
+    assert quiet_f.returncode == 0, quiet_f.stderr[-2000:]
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    shared, own = tmp_path / "shared", tmp_path / "own"
+    commands = {
+        "run-1": ["run", str(spec(shared)), "--sequential", "-q"],
+        "run-2": ["run", str(spec(shared)), "--sequential", "-q"],
+        "run-own": ["run", str(spec(own)), "--sequential", "-q"],
+        "fuzzy-1": [*fuzzy(tmp_path / "f1", tmp_path / "cache"), "-q", "--n-workers", "1"],
+        "fuzzy-2": [*fuzzy(tmp_path / "f2", tmp_path / "cache"), "-q", "--n-workers", "1"],
+    }
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "curator_dask.cli", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, args in commands.items()
+    }
+    done = {name: p.communicate(timeout=600) for name, p in procs.items()}
+    codes = {name: p.returncode for name, p in procs.items()}
+    for name, code in codes.items():
+        if code != 0:  # a clean refusal, naming the holder
+            assert code == 1, (name, done[name][1][-2000:])
+            assert "is in use by run" in done[name][1], (name, done[name][1][-2000:])
+            assert "Traceback" not in done[name][1]
+    assert codes["run-own"] == 0
+    assert codes["run-1"] == 0 or codes["run-2"] == 0
+    assert codes["fuzzy-1"] == 0 or codes["fuzzy-2"] == 0
+    assert _lines(shared) == _lines(tmp_path / "quiet")
+    assert _lines(own) == _lines(tmp_path / "quiet")
+    for name, out in (("fuzzy-1", tmp_path / "f1"), ("fuzzy-2", tmp_path / "f2")):
+        if codes[name] == 0:
+            assert _removed(out) == _removed(tmp_path / "quiet-f")
