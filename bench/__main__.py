@@ -33,6 +33,7 @@ BENCHMARKS = {
         True,
     ),
     "cli": ("bench_cli.py", [], True),
+    "fuzzy_cost": ("bench_fuzzy_cost.py", [], False),
     "dedup_memory": ("bench_dedup_memory.py", [], False),
     "dedup_scale": ("bench_dedup_scale.py", [], False),
     "models": ("bench_models.py", [], False),
