@@ -1,6 +1,11 @@
 """MinHash signature throughput on one core: curator_dask vs rensa and datasketch.
 
     python bench/bench_minhash.py [--docs 20000] [--peer-docs 2000] [--num-hashes 260]
+                                  [--baseline REV]
+
+``--baseline REV`` adds, in the same run, our text-to-signature rows with
+``curator_dask/dedup/minhash.py`` as it was at git revision ``REV`` (impl
+``curator_dask@REV``), and checks that both give the same signatures.
 
 Two measurements, every implementation in the same run, CPU seconds of this process (the box
 may be shared; CPU time is what one core delivers), numba and rayon held to one thread:
@@ -111,6 +116,30 @@ def cpu(fn, repeat: int = 3) -> float:
     return best
 
 
+def baseline_module(rev: str):  # type: ignore[no-untyped-def]
+    """``curator_dask.dedup.minhash`` as it was at git revision ``rev``, imported apart."""
+    import importlib.util
+    import subprocess
+    import tempfile
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = subprocess.run(
+        ["git", "-C", root, "show", f"{rev}:curator_dask/dedup/minhash.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    path = os.path.join(tempfile.mkdtemp(prefix="bench_minhash_"), f"minhash_{rev}.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(f"minhash_{rev}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_corpus(name: str, docs: list[str], args: argparse.Namespace) -> list[dict]:
     import rensa
     from datasketch import MinHash
@@ -171,13 +200,31 @@ def run_corpus(name: str, docs: list[str], args: argparse.Namespace) -> list[dic
     )
 
     # from raw text
-    row(
-        "text",
-        "curator_dask",
-        len(docs),
-        mb["all"],
-        cpu(lambda: minhash_signatures(*shingle_hashes(text, ng), perms)),
-    )
+    if args.baseline:
+        # the baseline's runs alternate with ours, so that both see the same load
+        old = baseline_module(args.baseline)
+        ours_sig = minhash_signatures(*shingle_hashes(text, ng), perms)
+        old_sig = old.minhash_signatures(*old.shingle_hashes(text, ng), perms)
+        assert np.array_equal(ours_sig, old_sig), "signatures differ from the baseline's"
+        best = {"new": float("inf"), "old": float("inf")}
+        for _ in range(5):
+            best["new"] = min(
+                best["new"], cpu(lambda: minhash_signatures(*shingle_hashes(text, ng), perms), 1)
+            )
+            best["old"] = min(
+                best["old"],
+                cpu(lambda: old.minhash_signatures(*old.shingle_hashes(text, ng), perms), 1),
+            )
+        row("text", "curator_dask", len(docs), mb["all"], best["new"])
+        row("text", f"curator_dask@{args.baseline}", len(docs), mb["all"], best["old"])
+    else:
+        row(
+            "text",
+            "curator_dask",
+            len(docs),
+            mb["all"],
+            cpu(lambda: minhash_signatures(*shingle_hashes(text, ng), perms)),
+        )
     row(
         "text",
         "rensa",
@@ -247,6 +294,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--peer-docs", type=int, default=2000)
     ap.add_argument("--num-hashes", type=int, default=260)
     ap.add_argument("--ngram", type=int, default=5)
+    ap.add_argument("--baseline", default=None, help="git revision to compare against")
     args = ap.parse_args(argv)
     from importlib.metadata import version
 
@@ -311,6 +359,7 @@ def main(argv: list[str] | None = None) -> dict:
         "ngram": args.ngram,
         "peers": {"rensa": version("rensa"), "datasketch": version("datasketch")},
         "kernel": kernel,
+        "baseline": args.baseline,
     }
     print("wrote", write_json("bench_minhash", payload))
     return payload

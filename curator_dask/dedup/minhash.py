@@ -227,6 +227,9 @@ _ASCII_WORD = np.array(
     [c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 else 0 for c in range(128)],
     dtype=np.uint8,
 )
+# every byte -> what the word kernel hashes: _ASCII_WORD, and a byte >= 0x80 itself (a word
+# byte when the text is taken raw)
+_BYTE_WORD = np.concatenate([_ASCII_WORD, np.arange(128, 256)]).astype(np.uint64)
 
 
 @numba.njit(inline="always")
@@ -278,8 +281,68 @@ def _final_sigma(data, start, end, q, p, back, fwd):  # pragma: no cover - compi
     return 1
 
 
+# ``_fast_kinds``: a code point the word kernel can take without its general tables
+_FAST_WORD = 1  # one word character, its output one code point (itself or its lower case)
+_FAST_SPACE = 2  # one non-word character (its output is a space)
+_FAST_TAILED = 4  # with _FAST_WORD/_FAST_SPACE: its NFKD ends in non-starters
+
+
+@numba.njit(inline="always")
+def _utf8_length(cp):  # pragma: no cover - compiled
+    return 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
+
+
+@numba.njit(inline="always")
+def _hash_utf8(h, cp):  # pragma: no cover - compiled
+    """FNV-1a of ``h`` continued over the UTF-8 bytes of the code point ``cp`` (>= 0x80)."""
+    n = _utf8_length(cp)
+    lead = (0xC0, 0xE0, 0xF0)[n - 2]
+    h = (h ^ np.uint64(lead | (cp >> (6 * (n - 1))))) * FNV_PRIME
+    for k in range(n - 2, -1, -1):
+        h = (h ^ np.uint64(0x80 | ((cp >> (6 * k)) & 0x3F))) * FNV_PRIME
+    return h
+
+
 @numba.njit(nogil=True, cache=True)
-def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - compiled
+def _fast_kinds(cls, out_off, out_data, last_starter, ends_starter, tail_marks):  # pragma: no cover
+    """Per code point: its fast kind (``_FAST_WORD``/``_FAST_SPACE``, + ``_FAST_TAILED``, or
+    0 for none) and, for ``_FAST_WORD``, the one code point of its output.
+
+    A code point gets a fast kind when the general path of :func:`_word_shingles` would
+    treat it as output that is one word code point from U+0080 on or one space, with the
+    composition state ``last = provider = cp``, ``adjacent`` true: class ``PLAIN``, NFKC's
+    last starter the code point itself and NFKC ending with it. The fast path then does
+    exactly what the general one does, without its tables.
+    """
+    n = len(cls)
+    fast = np.zeros(n, dtype=np.uint8)
+    out_cp = np.arange(n, dtype=np.int32)  # hashed (and then dropped) for a space too
+    for cp in range(0x80, n):
+        if cls[cp] != _PLAIN or last_starter[cp] != cp or not ends_starter[cp]:
+            continue
+        s, e = out_off[cp], out_off[cp + 1]
+        tailed = _FAST_TAILED if tail_marks[cp] else 0
+        if e - s == 1 and out_data[s] == 32:
+            fast[cp] = _FAST_SPACE | tailed
+            continue
+        if e - s < 2 or e - s > 4 or out_data[s] < 0xC0:
+            continue
+        # decode the output; it is one code point when its length is its lead byte's
+        o, after = _decode(out_data, s, e)
+        if after == e and _utf8_length(o) == e - s and o >= 0x80:
+            fast[cp] = _FAST_WORD | tailed
+            out_cp[cp] = o
+    return fast, out_cp
+
+
+@functools.cache
+def _fast_table() -> tuple[np.ndarray, np.ndarray]:
+    t = norm_tables()
+    return _fast_kinds(t.cls, t.out_off, t.out_data, t.last_starter, t.ends_starter, t.tail_marks)
+
+
+@numba.njit(nogil=True, cache=True)
+def _word_shingles(data, offsets, raw, tables, fast, fast_cp, ngram):  # pragma: no cover - compiled
     """Word shingles of every document; the tokens are the runs of word characters.
 
     ASCII bytes: ``[A-Za-z0-9]`` are word characters (lower-cased). Other bytes: when
@@ -305,7 +368,7 @@ def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - com
             tok = np.empty((end - start) * max_tokens + 2, dtype=np.uint64)
         nt = 0
         h = FNV_OFFSET
-        in_tok = False
+        in_tok = np.uint64(0)  # 1 inside a token
         # composition state: the last starter (NFKC form), whether it is the last
         # character, whether its code point's decomposition ends in non-starters, that
         # code point
@@ -316,31 +379,43 @@ def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - com
         p = start
         while p < end:
             c = data[p]
-            if c < 128:
+            if c < 128 or raw:
+                # Without branches on the byte (a branch per token boundary is mispredicted
+                # about once a token): store the running hash as the next token every time
+                # and count it only where a token ends; a word byte continues the hash, any
+                # other byte restarts it.
                 p += 1
-                w = _ASCII_WORD[c]
-                if w:
-                    in_tok = True
-                    h = (h ^ np.uint64(w)) * FNV_PRIME
-                elif in_tok:
-                    tok[nt] = h
-                    nt += 1
-                    h = FNV_OFFSET
-                    in_tok = False
+                w = _BYTE_WORD[c]
+                word = np.uint64(w != 0)
+                keep = np.uint64(0) - word  # all ones on a word byte
+                tok[nt] = h
+                nt += np.int64(in_tok & (word ^ np.uint64(1)))
+                h = (((h ^ w) * FNV_PRIME) & keep) | (FNV_OFFSET & ~keep)
+                in_tok = word
                 continue
-            if raw:
-                p += 1
-                in_tok = True
-                h = (h ^ np.uint64(c)) * FNV_PRIME
+            q = p
+            cp, p = _decode(data, p, end)
+            f = fast[cp] if cp < n_cp else 0
+            if f:
+                # what the general path below does for this code point, without its tables
+                # (and, like the ASCII step, without a branch on word or not)
+                last = cp
+                adjacent = True
+                tail = f >= _FAST_TAILED
+                provider = cp
+                word = np.uint64(f & _FAST_WORD)
+                keep = np.uint64(0) - word
+                tok[nt] = h
+                nt += np.int64(in_tok & (word ^ np.uint64(1)))
+                h = (_hash_utf8(h, fast_cp[cp]) & keep) | (FNV_OFFSET & ~keep)
+                in_tok = word
                 continue
-            if p > start and data[p - 1] < 128:
+            if q > start and data[q - 1] < 128:
                 # an ASCII character (its own NFKC, a starter) came last
-                last = np.int64(data[p - 1])
+                last = np.int64(data[q - 1])
                 adjacent = True
                 tail = False
                 provider = last
-            q = p
-            cp, p = _decode(data, p, end)
             kind = cls[cp] if cp < n_cp else _UNSAFE
             if kind != _PLAIN:
                 if kind == _UNSAFE:
@@ -352,7 +427,7 @@ def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - com
                         ok[i] = False
                         break
                     # lower case: U+03C2 (final) or U+03C3, UTF-8 CF 82 / CF 83
-                    in_tok = True
+                    in_tok = np.uint64(1)
                     h = (h ^ np.uint64(0xCF)) * FNV_PRIME
                     h = (h ^ np.uint64(0x83 - final)) * FNV_PRIME
                     last = np.int64(0x3A3)
@@ -378,17 +453,17 @@ def _word_shingles(data, offsets, raw, tables, ngram):  # pragma: no cover - com
             for q in range(out_off_t[cp], out_off_t[cp + 1]):
                 b = out_data_t[q]
                 if b != 32:
-                    in_tok = True
+                    in_tok = np.uint64(1)
                     h = (h ^ np.uint64(b)) * FNV_PRIME
-                elif in_tok:
+                elif in_tok != 0:
                     tok[nt] = h
                     nt += 1
                     h = FNV_OFFSET
-                    in_tok = False
+                    in_tok = np.uint64(0)
         if not ok[i]:
             out_off[i + 1] = pos
             continue
-        if in_tok:
+        if in_tok != 0:
             tok[nt] = h
             nt += 1
         if pos + nt + 1 > len(out):
@@ -427,15 +502,17 @@ def _word_shingle_hashes(text: pd.Series, ngram: int, normalization: str) -> Any
     tables = tuple(norm_tables())
     if normalization == "none":
         # tokens over the raw bytes: every non-ASCII byte is a word byte
-        return _word_shingles(data, offsets, True, tables, ngram)[:2]
-    hashes, out_off, ok = _word_shingles(data, offsets, False, tables, ngram)
+        return _word_shingles(data, offsets, True, tables, *_fast_table(), ngram)[:2]
+    hashes, out_off, ok = _word_shingles(data, offsets, False, tables, *_fast_table(), ngram)
     if ok.all():
         return hashes, out_off
     # documents the tables cannot do exactly: the Python reference, then raw tokens
     slow = np.flatnonzero(~ok)
     values = text.astype(object).fillna("").to_numpy()[slow]
     fb_data, fb_offsets = utf8_buffers(pd.Series([_normalize_one(v) for v in values]))
-    fb_hashes, fb_out_off, _ = _word_shingles(fb_data, fb_offsets, True, tables, ngram)
+    fb_hashes, fb_out_off, _ = _word_shingles(
+        fb_data, fb_offsets, True, tables, *_fast_table(), ngram
+    )
     return _splice(hashes, out_off, slow, fb_hashes, fb_out_off)
 
 

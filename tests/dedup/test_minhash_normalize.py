@@ -175,3 +175,37 @@ def test_public_corpus_slice():
     with opener(path, "rt", encoding="utf-8") as f:
         texts = [json.loads(line)["text"] for line in itertools.islice(f, 3000)]
     assert compiled(texts, 5) == via_reference_normalisation(texts, 5)
+
+
+# ASCII words, capitals, accents (composed and combining), Cyrillic, Greek with sigma, CJK,
+# Hangul, Devanagari, compatibility forms and punctuation: the word kernel's fast paths
+# (ASCII bytes, code points that are their own or their lower case's output, one space) and
+# its general path, next to each other
+MIXED = list("the quick brown fox THE QUICK, 0123 _-.;!? ") + list(
+    "éàüßÉÀÜçñøåæœ ЁёЖжЯяСЛОВО слово ΑΣΟΔΟΣ σς ο δρόμος 東京大学の学生 가각힣 "
+    "नमस्ते हिन्दी \u0301\u0308\u0327 ｱｶﾞＡ１ ﬁ ① — «» “” 。、！"
+)
+
+
+def mixed_texts(n: int = 400, seed: int = 7) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [
+        "".join(MIXED[j] for j in rng.integers(0, len(MIXED), size=int(rng.integers(0, 300))))
+        for _ in range(n)
+    ]
+
+
+def test_mixed_script_shingles_and_signatures_are_those_of_before():
+    # the digests were recorded with the kernels of 8577ea0 (before the fast paths)
+    import hashlib
+
+    from curator_dask.dedup.minhash import minhash_permutations, minhash_signatures
+
+    texts = mixed_texts()
+    assert compiled(texts, 3) == [ref_hashes(t, 3) for t in texts]
+    h, o = shingle_hashes(pd.Series(texts, dtype=object), 3)
+    sig = minhash_signatures(h, o, minhash_permutations(64, 3))
+    assert hashlib.sha256(h.tobytes() + o.tobytes()).hexdigest()[:32] == (
+        "da7e6faca992c74fa9ee8ed717026f9b"
+    )
+    assert hashlib.sha256(sig.tobytes()).hexdigest()[:32] == "0b156b175d5262b0f5186bc54f64a7d0"
