@@ -113,7 +113,7 @@ def test_security_from_a_mapping(tmp_path: Path) -> None:
 
 def test_gpu_kind_without_dask_cuda_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "dask_cuda", None)  # import dask_cuda -> ImportError
-    with pytest.raises(ImportError, match=r"curator_dask\[gpu\]"):
+    with pytest.raises(ImportError, match=r"curator_dask\[gpu-cu13\]"):
         make_cluster(ClusterConfig(kind="gpu"))
 
 

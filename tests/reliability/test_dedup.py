@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -34,7 +35,8 @@ def test_exact_dedup_accounts_for_every_document(tmp_path: Path) -> None:
     args = ["exact-dedup", str(src), "--output", str(out), "--perform-removal"]
     proc = cli([*args, "--n-workers", "1", "-q"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]  # nothing in cwd
+    # nothing in cwd; the run's metadata beside its output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out", "out.curator"]
     kept = ds.dataset(out / "deduplicated", format="parquet").to_table().to_pylist()
     removed = ds.dataset(out / "removed_ids", format="parquet").to_table().column("id")
     quarantine = [
@@ -55,11 +57,10 @@ def test_exact_dedup_accounts_for_every_document(tmp_path: Path) -> None:
     # read = kept + removed + quarantined, with quarantined rows naming their files
     files = {Path(q["file"]).name for q in quarantine}
     assert files == {"a.jsonl", "b.jsonl.gz"}
-    summary = proc.stdout
-    assert f"read: {len(kept) + len(removed_ids) + len(quarantine)}" in summary.replace(
-        "documents read", "read"
-    )
-    assert f"quarantined: {len(quarantine)}" in summary
+    # the summary table on stdout says the same numbers
+    table = dict(re.findall(r"^  (\S.*?)\s{2,}(\d+)$", proc.stdout, flags=re.M))
+    assert table["documents read"] == str(len(kept) + len(removed_ids) + len(quarantine))
+    assert table["quarantined"] == str(len(quarantine))
 
 
 def _quarantine(out: Path) -> list[dict]:

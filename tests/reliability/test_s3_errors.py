@@ -47,6 +47,7 @@ def test_s3_in_s3_out_every_document_accounted_for_and_nothing_local(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.yaml"]  # no ./s3:/...
     local = tmp_path / "copy"
     _fs(options).get(f"{bucket}/out/", str(local), recursive=True)
+    _fs(options).get(f"{bucket}/out.curator/", str(local) + ".curator", recursive=True)
     got = audit(local)
     got.balanced()
     kept = {doc_hash(d["id"], d["text"]) for d in docs if len(d["text"].split()) >= 3}
