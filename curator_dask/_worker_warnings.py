@@ -20,7 +20,7 @@ def dask_setup(worker: Any) -> None:
     worker of threads in the command's own process has the command's display)."""
     import multiprocessing
 
-    from curator_dask.progress import ConsoleFormatter
+    from curator_dask.progress import ConsoleFormatter, log_warning
 
     if multiprocessing.parent_process() is None:
         return
@@ -44,11 +44,6 @@ def dask_setup(worker: Any) -> None:
         file: Any = None,
         line: str | None = None,
     ) -> None:
-        if category.__module__.startswith("curator_dask"):
-            package.warning("%s", message)
-        elif verbose:
-            logging.getLogger("py.warnings").warning(
-                "%s:%s: %s: %s", filename, lineno, category.__name__, message
-            )
+        log_warning(message, category, filename, lineno, others=verbose)
 
     warnings.showwarning = show

@@ -593,9 +593,11 @@ def _instantiate(cls: type, params: dict[str, Any], key: str) -> Any:
         except Exception:  # an annotation that cannot be evaluated here: skip type checks
             hints = {}
         for name, value in params.items():
-            hint = hints.get(name)
-            if hint is not None and not _matches(value, hint):
-                raise ConfigError(f"{key}.{name}", f"expected {_hint_name(hint)}, got {value!r}")
+            expected = hints.get(name)
+            if expected is not None and not _matches(value, expected):
+                raise ConfigError(
+                    f"{key}.{name}", f"expected {_hint_name(expected)}, got {value!r}"
+                )
     try:
         return cls(**params)
     except (TypeError, ValueError) as e:
@@ -781,14 +783,11 @@ def _log_warning(
     file: Any = None,
     line: str | None = None,
 ) -> None:
-    """``warnings.showwarning`` of the command line: curator_dask's warnings are one
-    ``warning:`` line of its log, other packages' go to the ``py.warnings`` log (-v)."""
-    if category.__module__.startswith("curator_dask"):
-        logging.getLogger("curator_dask").warning("%s", message)
-    else:
-        logging.getLogger("py.warnings").warning(
-            "%s:%s: %s: %s", filename, lineno, category.__name__, message
-        )
+    """``warnings.showwarning`` of the command line
+    (:func:`curator_dask.progress.log_warning`)."""
+    from curator_dask.progress import log_warning
+
+    log_warning(message, category, filename, lineno)
 
 
 def setup_logging(
@@ -913,7 +912,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(result.summary())
     from curator_dask.errors import check_quarantine_share
 
-    where = run.pipeline.writer.layout.quarantine_dir
+    writer = run.pipeline.writer
+    where = writer.layout.quarantine_dir if writer is not None else "the quarantine"
     with dask.config.set(run.dask_config):  # the file's config says the share too
         check_quarantine_share(result.read, result.quarantined, where, result)
     return 0

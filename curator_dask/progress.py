@@ -31,6 +31,24 @@ def say(text: str, stream: TextIO | None = None) -> None:
         print(f"{stamp} {PREFIX} {text}", file=stream or sys.stderr, flush=True)
 
 
+def log_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    *,
+    others: bool = True,
+) -> None:
+    """Say a Python warning in this voice: curator_dask's as one ``warning:`` line of its
+    log, other packages' (when ``others``) on the ``py.warnings`` log, shown under -v."""
+    if category.__module__.startswith("curator_dask"):
+        logging.getLogger("curator_dask").warning("%s", message)
+    elif others:
+        logging.getLogger("py.warnings").warning(
+            "%s:%s: %s: %s", filename, lineno, category.__name__, message
+        )
+
+
 class ConsoleFormatter(logging.Formatter):
     """``<time> [curator-dask] <message>`` for curator_dask's records (``warning:`` or
     ``error:`` in front of those levels), ``<time> [<logger>] <level>: <message>`` for
