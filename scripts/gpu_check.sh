@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # The GPU proof in one call, on a CUDA machine (docs/gpu.md, "Running the GPU checks"):
-#   1. RAPIDS: used if `import cudf` works; otherwise installed, with no network, from
-#      wheels carried to /var/tmp/wheels or .gpuwheels (the whole dependency closure of
-#      `curator_dask[gpu-cu13]`, e.g. made elsewhere with `pip download -d .gpuwheels
-#      --only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.12
-#      -r <(python3 scripts/gpu_requirements.py)`) into a venv that sees the system's
-#      packages (torch, CuPy), or from the older .whl/ set (dask only) into /tmp/site;
-#   2. every `gpu`-marked test;
+#   1. RAPIDS: used if `import cudf` works; otherwise installed, with no network and no
+#      resolver, from the wheels carried to /var/tmp/wheels, .gpuwheels/wheels or .whl
+#      (what the machine lacks of `curator_dask[gpu-cu13]`'s closure, e.g. the list
+#      ../shared/tools/rapids-cu13-py312.txt packed by wheel_chunks.sh) into a folder put
+#      first on PYTHONPATH;
+#   2. every `gpu`-marked test, beside
 #   3. bench/gpu_check.py: run, exact-dedup, fuzzy-dedup --perform-removal and
 #      semantic-dedup with --gpu on the cudf backend against the same commands on CPU,
 #      outputs compared by hash, then the GPU MinHash benchmark, and one summary table.
@@ -18,23 +17,17 @@ export PYTHONUNBUFFERED=1
 PY=${PY:-python3}
 if ! "$PY" -c "import cudf" >/dev/null 2>&1; then
   WHEELS=""
-  for d in /var/tmp/wheels .gpuwheels; do
+  for d in /var/tmp/wheels .gpuwheels/wheels .gpuwheels .whl; do
     if [ -d "$d" ] && ls "$d"/cudf_cu1*.whl >/dev/null 2>&1; then WHEELS=$d; break; fi
   done
   if [ -n "$WHEELS" ]; then
-    VENV=${VENV:-/var/tmp/curator-gpu-venv}
-    "$PY" -m venv --system-site-packages "$VENV" || exit 1
-    "$PY" scripts/gpu_requirements.py > "$OUT/requirements.txt" || exit 1
-    "$VENV/bin/python" -m pip install -q --no-index --find-links "$WHEELS" \
-      -r "$OUT/requirements.txt" 2>&1 | tail -5 | tee "$OUT/install.log"
-    # optional parts of the extra (crossfit, NVML bindings): best effort
-    "$VENV/bin/python" -m pip install -q --no-index --find-links "$WHEELS" crossfit nvidia-ml-py \
-      >>"$OUT/install.log" 2>&1 || true
-    PY=$VENV/bin/python
-  elif [ -d .whl ]; then
+    # The wheels are installed as they are (no resolver, no network) into a target folder
+    # put first on the path: the machine's own torch, CuPy and pyarrow stay in use, and the
+    # carried numpy (< 2.4, which numba-cuda needs) wins over the machine's.
+    SITE=${SITE:-/var/tmp/curator-gpu-site}
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site
+      --target "$SITE" "$WHEELS"/*.whl 2>&1 | tail -5 | tee "$OUT/install.log"
+    export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
   else
     echo "gpu_check: cudf is not importable and no wheels in /var/tmp/wheels or .gpuwheels" | tee "$OUT/install.log"
   fi
@@ -45,9 +38,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 for mod in cupy cudf dask_cudf dask_cuda rmm cuml torch; do
   "$PY" -c "import $mod; print('$mod', $mod.__version__)" 2>&1 | tail -1 | tee -a "$OUT/gpu.txt"
 done
-# warnings from this machine's library versions are not what is being checked here
-"$PY" -m pytest -m gpu -p no:cacheprovider -o addopts="" -W ignore::DeprecationWarning \
-  -W ignore::FutureWarning -W ignore::UserWarning --continue-on-collection-errors -rA -q tests \
-  2>&1 | tee "$OUT/gpu_tests.log"
-"$PY" bench/gpu_check.py --out "$OUT" --tests-log "$OUT/gpu_tests.log" 2>&1 | tee "$OUT/gpu_check.log"
-exit "${PIPESTATUS[0]}"
+# The gpu tests run beside the command comparison (no RMM pool is taken by default, so
+# both fit on one device); the table waits for them. Warnings from this machine's library
+# versions are not what is being checked here.
+rm -f "$OUT/gpu_tests.rc"
+( timeout "${TESTS_TIMEOUT:-300}" "$PY" -m pytest -m gpu -p no:cacheprovider -o addopts="" \
+    -W ignore::DeprecationWarning -W ignore::FutureWarning -W ignore::UserWarning \
+    --continue-on-collection-errors -rfE -q tests >"$OUT/gpu_tests.log" 2>&1
+  echo $? >"$OUT/gpu_tests.rc" ) &
+"$PY" bench/gpu_check.py --out "$OUT" --tests-log "$OUT/gpu_tests.log" "$@" 2>&1 | tee "$OUT/gpu_check.log"
+status=${PIPESTATUS[0]}
+wait
+tail -25 "$OUT/gpu_tests.log"
+exit "$status"
