@@ -220,7 +220,7 @@ def _run(
 
     def input_bytes() -> float | None:
         # the input's estimated size: a small one runs on threads
-        from curator_dask.executor.dask_executor import input_bytes as estimate
+        from curator_dask.sizing import input_bytes as estimate
 
         return estimate(inp.reader())
 

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dask.base import tokenize
 
@@ -23,9 +23,6 @@ from curator_dask.io.writers import unify_schemas
 from curator_dask.results import PipelineResult
 from curator_dask.stage import ProcessingStage, parameters_of
 
-if TYPE_CHECKING:
-    from curator_dask.pipeline import Pipeline
-
 logger = logging.getLogger("curator_dask.executor")
 
 MODES = ("streaming", "batch")
@@ -33,6 +30,23 @@ MODES = ("streaming", "batch")
 
 # Settings that change how or where a reader/writer works, not the documents it yields.
 _NOT_OUTPUT = frozenset({"mode", "storage_options", "quarantine_path"})
+
+
+class RunnablePipeline(Protocol):
+    """What an executor needs of a pipeline (:class:`~curator_dask.pipeline.Pipeline` has it).
+
+    The executor sits below ``pipeline.py`` and never imports it: it runs anything with a
+    name, a reader, stages and a writer that can check itself.
+    """
+
+    name: str
+    reader: Reader | None
+    stages: list[ProcessingStage]
+    writer: Writer | None
+    keep_removed: bool
+
+    def validate(self, need_writer: bool = True) -> None:
+        """Raise ``ValueError`` unless there is a reader (and a writer if ``need_writer``)."""
 
 
 def _object_token(obj: Any) -> str:
@@ -72,7 +86,7 @@ def _slug(name: str) -> str:
 class RunPlan:
     """Everything a run needs to know before submitting tasks."""
 
-    pipeline: Pipeline
+    pipeline: RunnablePipeline
     mode: str
     specs: list[PartitionSpec]
     layout: RunLayout
@@ -162,7 +176,7 @@ class RunPlan:
         return -index * (len(self.stages) + 2) + step
 
 
-def make_plan(pipeline: Pipeline, mode: str) -> RunPlan:
+def make_plan(pipeline: RunnablePipeline, mode: str) -> RunPlan:
     """Validate ``pipeline``, list its partitions and compute the resume tokens."""
     pipeline.validate(need_writer=True)
     assert pipeline.reader is not None
@@ -262,8 +276,10 @@ class Executor:
             )
             yield step, plan.step_dir(step), progress
 
-    def execute(self, pipeline: Pipeline, execution_mode: str | None = None) -> PipelineResult:
-        """Run ``pipeline`` and return its :class:`~curator_dask.pipeline.PipelineResult`."""
+    def execute(
+        self, pipeline: RunnablePipeline, execution_mode: str | None = None
+    ) -> PipelineResult:
+        """Run ``pipeline`` and return its :class:`~curator_dask.results.PipelineResult`."""
         t0 = time.perf_counter()
         mode = execution_mode or _config.get("execution.mode", "streaming")
         with self._planning():

@@ -23,6 +23,7 @@ from curator_dask.executor._progress import Progress
 from curator_dask.executor._streaming import StreamingRun
 from curator_dask.executor.base import Executor, RunPlan
 from curator_dask.io.base import PartitionSpec
+from curator_dask.sizing import input_bytes
 from curator_dask.stage import ProcessingStage, teardown_all
 
 logger = logging.getLogger("curator_dask.executor")
@@ -47,25 +48,6 @@ def largest_partition_bytes(plan: RunPlan) -> tuple[float, float | None]:
     largest = max((plan.reader.estimated_bytes(spec) or 0.0 for spec in specs), default=0.0)
     blocksize = plan.reader.partition_bytes
     return float(largest), (float(blocksize) if blocksize else None)
-
-
-#: More partitions than this is not a small input (and not worth a size per file).
-_MAX_SMALL_PARTITIONS = 64
-
-
-def input_bytes(reader: Any, specs: list[PartitionSpec] | None = None) -> float | None:
-    """Estimated in-memory bytes of a small input, or None (large, or unknown).
-
-    What :meth:`~curator_dask.cluster.ClusterConfig.for_input` decides on: an input of more
-    than 64 partitions, or one the reader cannot size, counts as large.
-    """
-    specs = reader.partitions() if specs is None else specs
-    if len(specs) > _MAX_SMALL_PARTITIONS:
-        return None
-    sizes = [reader.estimated_bytes(spec) for spec in specs]
-    if any(size is None for size in sizes):
-        return None
-    return float(sum(sizes))  # type: ignore[arg-type]
 
 
 def check_partition_sizes(client: Any, plan: RunPlan) -> str | None:

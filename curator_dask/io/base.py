@@ -21,28 +21,22 @@ The executor streams partitions through ``read_partition -> stages -> write_part
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from curator_dask.io.layout import RunLayout
+from curator_dask.io.layout import RunLayout
+from curator_dask.io.quarantine import QUARANTINE_COLUMNS, empty_quarantine
 
-#: Columns of a quarantine record (one row per rejected input record).
-QUARANTINE_COLUMNS = ("file", "line", "byte_offset", "reason", "raw")
-
-
-def empty_quarantine() -> pd.DataFrame:
-    """Return an empty quarantine frame with the standard columns."""
-    return pd.DataFrame(
-        {
-            "file": pd.Series([], dtype="string"),
-            "line": pd.Series([], dtype="int64"),
-            "byte_offset": pd.Series([], dtype="int64"),
-            "reason": pd.Series([], dtype="string"),
-            "raw": pd.Series([], dtype="object"),
-        }
-    )
+__all__ = [
+    "QUARANTINE_COLUMNS",
+    "PartitionSpec",
+    "ReadResult",
+    "Reader",
+    "WriteResult",
+    "Writer",
+    "empty_quarantine",
+]
 
 
 @dataclass(frozen=True)
@@ -162,8 +156,6 @@ class Writer:
     @property
     def layout(self) -> RunLayout:
         """Where every file of the run goes (resolved on the client)."""
-        from curator_dask.io.layout import RunLayout  # io.layout builds on this module
-
         return RunLayout.for_output(self.path, self.suffix, self.storage_options)
 
     def begin(self) -> None:

@@ -45,8 +45,7 @@ from fsspec.core import split_protocol
 
 from curator_dask import config
 from curator_dask.io._files import META_SUFFIX, get_fs, is_object_store, part_name, write_bytes
-from curator_dask.io.base import empty_quarantine
-from curator_dask.io.quarantine import write_quarantine_file
+from curator_dask.io.quarantine import empty_quarantine, write_quarantine_file
 
 logger = logging.getLogger("curator_dask.io")
 
@@ -444,7 +443,7 @@ def write_quarantine(
     Parameters
     ----------
     frame : pandas.DataFrame
-        Rows with the columns of :data:`~curator_dask.io.base.QUARANTINE_COLUMNS`, as in
+        Rows with the columns of :data:`~curator_dask.io.quarantine.QUARANTINE_COLUMNS`, as in
         :attr:`~curator_dask.io.base.ReadResult.quarantine`.
     path : str
         The output directory of the run (local or ``s3://...``).

@@ -1,8 +1,8 @@
 """Quarantine files: the bad input records a read set aside, one JSONL file per partition.
 
-Each line is a JSON object with the keys of
-:data:`~curator_dask.io.base.QUARANTINE_COLUMNS`: ``file`` (the input file), ``line``
-(1-based line number in that file, -1 when unknown; for Parquet the 0-based row number),
+Each line is a JSON object with the keys of :data:`QUARANTINE_COLUMNS`: ``file`` (the input
+file), ``line`` (1-based line number in that file, -1 when unknown; for Parquet the 0-based
+row number),
 ``byte_offset`` (of the record in the decompressed file, -1 for Parquet), ``reason`` and
 ``raw`` (the record's original bytes decoded as UTF-8 with ``backslashreplace``).
 """
@@ -16,7 +16,22 @@ from typing import Any
 import pandas as pd
 
 from curator_dask.io._files import get_fs, part_name, write_bytes
-from curator_dask.io.base import QUARANTINE_COLUMNS, empty_quarantine
+
+#: Columns of a quarantine record (one row per rejected input record).
+QUARANTINE_COLUMNS = ("file", "line", "byte_offset", "reason", "raw")
+
+
+def empty_quarantine() -> pd.DataFrame:
+    """Return an empty quarantine frame with the standard columns."""
+    return pd.DataFrame(
+        {
+            "file": pd.Series([], dtype="string"),
+            "line": pd.Series([], dtype="int64"),
+            "byte_offset": pd.Series([], dtype="int64"),
+            "reason": pd.Series([], dtype="string"),
+            "raw": pd.Series([], dtype="object"),
+        }
+    )
 
 
 def quarantine_part_name(index: int) -> str:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from curator_dask.io import read_jsonl, read_parquet, write_jsonl, write_parquet
 from curator_dask.io.writers import encode_jsonl
+from curator_dask.nemo._paths import get_all_files_paths_under
 
 FILENAME_COLUMN = "file_name"
 
@@ -266,8 +267,6 @@ def _column(write_to_filename: bool | str) -> str:
 
 
 def _list_files(input_files: str | Sequence[str], file_type: str) -> list[str]:
-    from curator_dask.nemo.utils.file_utils import get_all_files_paths_under
-
     if not isinstance(input_files, (str, os.PathLike)):
         return [str(f) for f in input_files]
     path = str(input_files)
