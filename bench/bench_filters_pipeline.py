@@ -44,7 +44,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curator_dask.cluster import ClusterConfig, get_client  # noqa: E402
-from curator_dask.config import default_blocksize  # noqa: E402
 from curator_dask.executor import DaskExecutor  # noqa: E402
 from curator_dask.filters import (  # noqa: E402
     RepeatedLinesFilter,
@@ -54,6 +53,7 @@ from curator_dask.filters import (  # noqa: E402
 from curator_dask.io import JsonlReader, JsonlWriter  # noqa: E402
 from curator_dask.modifiers import UnicodeNormalizer, WhitespaceNormalizer  # noqa: E402
 from curator_dask.pipeline import Pipeline  # noqa: E402
+from curator_dask.sizing import default_blocksize  # noqa: E402
 
 SAMPLE = ROOT / "curator_dask" / "data" / "sample.jsonl.gz"
 

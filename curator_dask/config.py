@@ -7,15 +7,36 @@ and read with :func:`get`.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import dask.config
 import dask.utils
 import yaml
+
+# The sizing policy moved to curator_dask.sizing; its old import path keeps working.
+from curator_dask.sizing import (
+    BASE_WORKER_BYTES,
+    blocksize_for_memory,
+    default_blocksize,
+    planned_workers,
+    tightest_worker,
+    worker_resources,
+    workers_of,
+)
+
+__all__ = [
+    "BASE_WORKER_BYTES",
+    "blocksize_for_memory",
+    "cache_dir",
+    "default_blocksize",
+    "get",
+    "planned_workers",
+    "register_defaults",
+    "tightest_worker",
+    "worker_resources",
+    "workers_of",
+]
 
 _FN = os.path.join(os.path.dirname(__file__), "curator.yaml")
 
@@ -62,195 +83,3 @@ def cache_dir() -> str | None:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "curator_dask")
-
-
-def blocksize_for_memory(
-    memory_limit: float | None,
-    threads_per_worker: int = 1,
-    *,
-    peak_per_partition_byte: float | None = None,
-    memory_fraction: float | None = None,
-) -> int:
-    """A reader blocksize (bytes) that keeps a worker's peak under a share of its memory.
-
-    A worker runs ``threads_per_worker`` partitions at once, and each partition's tasks
-    peak at about ``peak_per_partition_byte`` times its bytes. The blocksize is the largest
-    power-of-two MiB such that all of them together stay under ``memory_fraction`` of
-    ``memory_limit``; at least 1 MiB, at most ``curator.io.blocksize``.
-
-    Parameters
-    ----------
-    memory_limit : float or None
-        A worker's memory limit in bytes (``distributed``'s ``memory_limit``); ``None``
-        or 0 (no limit) returns ``curator.io.blocksize``.
-    threads_per_worker : int
-        Partitions processed at the same time by one worker.
-    peak_per_partition_byte : float, optional
-        Peak memory per byte of input; default ``curator.io.peak-per-partition-byte``
-        (measured with ``bench/bench_filters_memory.py`` and ``bench/bench_dedup_memory.py``).
-    memory_fraction : float, optional
-        Share of the limit a run may use; default ``curator.io.memory-fraction`` (0.6).
-
-    Returns
-    -------
-    int
-        The blocksize in bytes.
-
-    Examples
-    --------
-    >>> blocksize_for_memory(8 * 2**30, threads_per_worker=2, peak_per_partition_byte=6)
-    256000000
-    >>> blocksize_for_memory(4 * 2**30, threads_per_worker=4, peak_per_partition_byte=6) // 2**20
-    64
-    """
-    from dask.utils import parse_bytes
-
-    ceiling = int(parse_bytes(get("io.blocksize", "256MB")))
-    if not memory_limit:
-        return ceiling
-    if threads_per_worker < 1:
-        raise ValueError(f"threads_per_worker must be >= 1, got {threads_per_worker}")
-    peak = float(peak_per_partition_byte or get("io.peak-per-partition-byte", 6))
-    fraction = float(memory_fraction or get("io.memory-fraction", 0.6))
-    if peak <= 0 or not 0 < fraction <= 1:
-        raise ValueError(
-            f"need peak_per_partition_byte > 0 and 0 < memory_fraction <= 1, got {peak}, {fraction}"
-        )
-    budget = memory_limit * fraction / (threads_per_worker * peak)
-    mib = 1
-    while mib * 2 * 2**20 <= budget:
-        mib *= 2
-    return min(ceiling, mib * 2**20)
-
-
-#: Memory of an idle dask worker process with pandas, pyarrow and numba loaded (measured:
-#: 450-500 MB); the default blocksize and the dedup planner budget only what is above it.
-BASE_WORKER_BYTES = 480 * 2**20
-
-
-def worker_resources(client: Any = None) -> tuple[int, int | None, int]:
-    """``(n_workers, memory_limit, threads_per_worker)`` of a distributed client's workers.
-
-    ``client`` defaults to the active one (``distributed.default_client()``). The smallest
-    memory limit and the largest thread count are reported (the tightest worker). Without
-    a client, or with no workers yet, ``(0, None, 1)``.
-    """
-    if client is None:
-        try:
-            from distributed import default_client
-
-            client = default_client()
-        except (ImportError, ValueError):
-            return 0, None, 1
-    try:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
-    except TypeError:  # distributed releases before the n_workers argument
-        workers = client.scheduler_info()["workers"]
-    return tightest_worker(workers)
-
-
-def tightest_worker(workers: dict[str, Any]) -> tuple[int, int | None, int]:
-    """``(n_workers, smallest memory_limit, largest nthreads)`` of a scheduler's worker table."""
-    if not workers:
-        return 0, None, 1
-    limits = [int(w.get("memory_limit") or 0) for w in workers.values()]
-    threads = [int(w.get("nthreads") or 1) for w in workers.values()]
-    return len(workers), (min(limits) or None), max(threads)
-
-
-#: The workers a run is planned for, set by an executor that knows them before they exist.
-_PLANNED: contextvars.ContextVar[tuple[int | None, int, int | None] | None] = (
-    contextvars.ContextVar("curator_planned_workers", default=None)
-)
-
-
-@contextlib.contextmanager
-def planned_workers(
-    memory_limit: int | None, threads_per_worker: int = 1, n_workers: int | None = None
-) -> Iterator[None]:
-    """Within this block, :func:`default_blocksize` without a client sizes for these workers.
-
-    An executor that starts its own cluster lists the input's partitions before the
-    cluster exists; it knows the memory limit, threads and number of the workers it will
-    get, and says so here (:class:`~curator_dask.executor.DaskExecutor` does).
-    ``memory_limit`` None means no limit (the configured ``curator.io.blocksize``);
-    ``n_workers`` None: unknown (one is assumed).
-
-    Examples
-    --------
-    >>> with planned_workers(2 * 2**30, 1):
-    ...     default_blocksize() // 2**20
-    128
-    """
-    n = None if n_workers is None else max(1, int(n_workers))
-    token = _PLANNED.set((memory_limit, max(1, int(threads_per_worker)), n))
-    try:
-        yield
-    finally:
-        _PLANNED.reset(token)
-
-
-@contextlib.contextmanager
-def workers_of(client: Any) -> Iterator[None]:
-    """:func:`planned_workers` for ``client``'s workers (nothing for None)."""
-    if client is None:
-        yield
-        return
-    n, limit, threads = worker_resources(client)
-    with planned_workers(limit, threads, n or None):
-        yield
-
-
-def default_blocksize(
-    client: Any = None, expansion: float = 1.0, input_bytes: float | None = None
-) -> int:
-    """The readers' blocksize (bytes on disk) when none is given.
-
-    With workers that have a memory limit (those of ``client``; else, inside
-    :func:`planned_workers`, those an executor is about to start; else the active
-    client's) and ``curator.io.blocksize-from-memory`` (default true):
-    :func:`blocksize_for_memory` of ``curator.io.memory-fraction`` (0.6) of the limit less
-    an idle worker's memory (:data:`BASE_WORKER_BYTES`), for one partition per worker
-    thread (what the streaming executor keeps in flight), with ``expansion`` in-memory
-    bytes per stored byte (a reader's ``expansion``: about 3 for Parquet). So partitions
-    stay a fixed size however large the corpus, and a worker, idle memory included, stays
-    under that share of its limit. Otherwise ``curator.io.blocksize``.
-
-    With ``input_bytes`` (the input's bytes on disk) above ``curator.io.split-above`` (8 MiB),
-    the blocksize is also at most what splits the input into
-    ``curator.io.partitions-per-thread`` (2) partitions for every worker thread (at least
-    1 MiB), so every thread has work and a slow partition does not hold the run: the
-    workers of ``client``, else the planned ones, else the active client's, else this
-    machine's cores (dask's local scheduler). Resolved on the client, at run time, by the
-    readers when they list the input.
-
-    Examples
-    --------
-    >>> default_blocksize() == int(dask.utils.parse_bytes(get("io.blocksize")))  # no client
-    True
-    """
-    from dask.utils import parse_bytes
-
-    ceiling = int(parse_bytes(get("io.blocksize", "256MB")))
-    planned = _PLANNED.get() if client is None else None
-    if planned is not None:
-        limit, threads, n_workers = planned
-    else:
-        n_workers, limit, threads = worker_resources(client)
-    blocksize = ceiling
-    if limit and get("io.blocksize-from-memory", True):
-        peak = float(get("io.peak-per-partition-byte", 4)) * max(float(expansion), 1.0)
-        # The whole worker, idle memory included, stays under the fraction of its limit (a
-        # quarter of that share at least, for limits barely above an idle worker).
-        share = limit * float(get("io.memory-fraction", 0.6))
-        usable = max(share - BASE_WORKER_BYTES, share / 4)
-        blocksize = blocksize_for_memory(
-            usable, threads, peak_per_partition_byte=peak, memory_fraction=1
-        )
-    if input_bytes and input_bytes > parse_bytes(get("io.split-above", "8MiB")):
-        if planned is None and not n_workers:  # no cluster: dask's local scheduler
-            n_workers, threads = 1, os.cpu_count() or 1
-        per_thread = max(1, int(get("io.partitions-per-thread", 2)))
-        parts = per_thread * max(1, n_workers or 1) * max(1, threads)
-        blocksize = min(blocksize, max(2**20, int(input_bytes // parts)))
-    return blocksize

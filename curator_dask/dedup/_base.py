@@ -32,7 +32,7 @@ from dask.base import tokenize
 from dask.callbacks import Callback
 from fsspec.core import url_to_fs
 
-from curator_dask import config
+from curator_dask import config, sizing
 from curator_dask.errors import check_columns
 from curator_dask.io.layout import RunLayout
 from curator_dask.io.layout import join as join  # io's path rules, for the workflows
@@ -358,8 +358,8 @@ class DedupInput:
         """The io reader of the files (None for a dask frame input); made once.
 
         Without ``blocksize`` the partitions follow the workers' memory limit and number
-        (:func:`curator_dask.config.default_blocksize`), decided on the client when the
-        reader lists the input (within :func:`curator_dask.config.workers_of` this input's
+        (:func:`curator_dask.sizing.default_blocksize`), decided on the client when the
+        reader lists the input (within :func:`curator_dask.sizing.workers_of` this input's
         client).
         """
         if self.paths is None:
@@ -386,7 +386,7 @@ class DedupInput:
             needed = self.content_column or self.text_column
             check_columns(list(self.df.columns), "the dataframe", needed, self.id_column)
         else:
-            with config.workers_of(self.client):
+            with sizing.workers_of(self.client):
                 self.reader().check_columns()
 
     def frame(self) -> Any:
@@ -396,7 +396,7 @@ class DedupInput:
                 self.check_columns()
                 self._frame = self.df
             else:
-                with config.workers_of(self.client):
+                with sizing.workers_of(self.client):
                     self._frame = self.reader().to_dask()
         return self._frame
 
@@ -409,7 +409,7 @@ class DedupInput:
             else:
                 reader = self.reader()
                 rows = []
-                with config.workers_of(self.client):
+                with sizing.workers_of(self.client):
                     specs = reader.partitions()
                 for spec in specs:
                     for path in spec.paths:

@@ -31,7 +31,7 @@ import numba
 import numpy as np
 import pandas as pd
 
-from curator_dask import config
+from curator_dask import config, sizing
 from curator_dask._kernels import share_compiles
 from curator_dask.dedup._base import (
     Reporter,
@@ -371,7 +371,7 @@ def budget_slots(client: Any = None, per_slot: int | None = None) -> int:
     room for one edge file and one piece of labels."""
     from curator_dask.dedup.planner import BASE_WORKER_BYTES
 
-    _, memory, _ = config.worker_resources(client)
+    _, memory, _ = sizing.worker_resources(client)
     if memory is None:
         import psutil
 

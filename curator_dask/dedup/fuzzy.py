@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from dask.base import tokenize
 
-from curator_dask import _backend, config
+from curator_dask import _backend, config, sizing
 from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
@@ -565,7 +565,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             return int(configured)
         key = (num_docs, self.bands()[0])
         if self._plan_key != key:  # planned once per run (and warned once)
-            n_workers, memory, threads = config.worker_resources(self.client)
+            n_workers, memory, threads = sizing.worker_resources(self.client)
             per_part = None
             if shuffle_method(self.client) == "p2p":  # spills: memory per partition in flight
                 sig_dir = join(self.cache_dir(), "minhash")
@@ -650,7 +650,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         # no signature at all (every record quarantined): the mean of nothing is NaN
         mean_shingles = float(mean_shingles) if int(n_docs) else 0.0
         total = 2 * edge_rows * 24 + min(2 * edge_rows, int(n_docs)) * (8 * mean_shingles + 64)
-        _, memory, threads = config.worker_resources(self.client)
+        _, memory, threads = sizing.worker_resources(self.client)
         return partitions_for(total, memory, threads)
 
     def _partition_documents(self) -> np.ndarray:

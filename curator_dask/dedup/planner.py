@@ -16,7 +16,7 @@ partitions). Its peak is then
                       + P2P_BUFFER + BASE_WORKER_BYTES
 
 (``P2P_BUFFER`` about 200 MB) which does not grow with the corpus: the readers' default blocksize
-(:func:`curator_dask.config.default_blocksize`) keeps ``docs_per_partition`` fixed. With the
+(:func:`curator_dask.sizing.default_blocksize`) keeps ``docs_per_partition`` fixed. With the
 in-memory ``tasks`` shuffle (no distributed client) the whole pass is in memory at once:
 
     peak_per_worker = num_docs * bytes_per_doc_band * bands_per_iteration / n_workers
@@ -42,7 +42,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from curator_dask import config
+from curator_dask import config, sizing
 from curator_dask.monitoring.checks import CuratorWarning
 
 # measured with a p2p shuffle of 100,000-200,000 documents per partition (8-27 bands): a
@@ -51,7 +51,7 @@ from curator_dask.monitoring.checks import CuratorWarning
 SHUFFLE_COPIES = 10
 ROW_BYTES = 16
 #: An idle worker process (pandas, pyarrow and numba loaded): the budget is what is above it.
-BASE_WORKER_BYTES = config.BASE_WORKER_BYTES
+BASE_WORKER_BYTES = sizing.BASE_WORKER_BYTES
 #: What a p2p shuffle buffers in memory on a worker besides the partitions (measured).
 P2P_BUFFER = 200 * 2**20
 
@@ -206,5 +206,5 @@ def partitions_for(
 
 def cluster_memory(client: Any = None) -> tuple[int, int | None]:
     """``(n_workers, memory_limit per worker)`` of ``client``, or ``(1, None)`` locally."""
-    n, limit, _ = config.worker_resources(client)
+    n, limit, _ = sizing.worker_resources(client)
     return max(1, n), limit

@@ -10,6 +10,7 @@ from typing import Any
 from dask.utils import format_bytes
 
 from curator_dask import config as _config
+from curator_dask import sizing
 from curator_dask.cluster import (
     ClusterConfig,
     ClusterConnectError,
@@ -158,24 +159,24 @@ class DaskExecutor(Executor):
     # -- the client -------------------------------------------------------------------
     def _planning(self) -> contextlib.AbstractContextManager[Any]:
         # The partitions are listed before the cluster starts: size them for the workers
-        # this executor will run on (config.default_blocksize), not the active client's.
+        # this executor will run on (sizing.default_blocksize), not the active client's.
         workers = self._planned_workers()
         if workers is None:
             return contextlib.nullcontext()
-        return _config.planned_workers(*workers)
+        return sizing.planned_workers(*workers)
 
     def _planned_workers(self) -> tuple[int | None, int, int | None] | None:
         """``(memory_limit, threads_per_worker, n_workers)`` of the run's workers, if known."""
         self._connect_error = None
         if self.client is not None:
-            n, limit, threads = _config.worker_resources(self.client)
+            n, limit, threads = sizing.worker_resources(self.client)
             return limit, threads, n or None
         connect = self._connect_config()
         if connect is not None:
             # Ask the scheduler (one short extra connection, before listing the input).
             try:
                 with get_client(connect) as client:
-                    n, limit, threads = _config.worker_resources(client)
+                    n, limit, threads = sizing.worker_resources(client)
             except ClusterConnectError as e:
                 # raised again when the run needs the cluster (not after a second wait)
                 self._connect_error = e
@@ -188,7 +189,7 @@ class DaskExecutor(Executor):
         info = getattr(self.cluster, "scheduler_info", None)  # a running cluster object
         if not isinstance(info, dict):
             return None
-        n, limit, threads = _config.tightest_worker(info.get("workers") or {})
+        n, limit, threads = sizing.tightest_worker(info.get("workers") or {})
         return limit, threads, n or None
 
     @contextlib.contextmanager

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from curator_dask import _backend, config
+from curator_dask import _backend, config, sizing
 from curator_dask.errors import check_columns
 from curator_dask.io._files import (
     FileInfo,
@@ -21,7 +21,6 @@ from curator_dask.io._files import (
     compression_of,
     get_fs,
     list_files,
-    to_bytes,
 )
 from curator_dask.io.base import (
     QUARANTINE_COLUMNS,
@@ -375,7 +374,11 @@ def resolve_quarantine_dir(path: str | None) -> str:
 
 
 def check_partitioning(blocksize: int | str | None, files_per_partition: int | None) -> int | None:
-    """Validate the two partitioning arguments; return the blocksize in bytes or None."""
+    """Validate the two partitioning arguments; return the given blocksize in bytes or None.
+
+    None for no blocksize: its default is chosen on the client when the partitions are
+    listed (:func:`curator_dask.sizing.resolve_blocksize`).
+    """
     if blocksize is not None and files_per_partition is not None:
         raise ValueError(
             "give either blocksize or files_per_partition, not both "
@@ -385,9 +388,7 @@ def check_partitioning(blocksize: int | str | None, files_per_partition: int | N
         if int(files_per_partition) < 1:
             raise ValueError(f"files_per_partition must be >= 1, got {files_per_partition}")
         return None
-    # None: the default is chosen on the client when the partitions are listed
-    # (config.default_blocksize: from the workers' memory limit when there is a client)
-    return to_bytes(blocksize)
+    return sizing.resolve_blocksize(blocksize) if blocksize is not None else None
 
 
 def check_on_error(on_error: str) -> None:
@@ -496,7 +497,7 @@ class FileReader(Reader):
     def _check_arguments(self) -> None:
         """Validate the shared arguments (called first by the subclass' ``__post_init__``)."""
         check_on_error(self.on_error)
-        self._blocksize = check_partitioning(self.blocksize, self.files_per_partition)
+        check_partitioning(self.blocksize, self.files_per_partition)
         if isinstance(self.paths, os.PathLike):
             self.paths = os.fspath(self.paths)
 
@@ -511,6 +512,7 @@ class FileReader(Reader):
         # Resolved here, on the client, from the whole listing; travels with the reader.
         self._id_names = id_names([f.path for f in files])
         bs = self._resolve_blocksize(sum(f.size or 0 for f in files))
+        self._listed_blocksize = bs
         specs = group_files(
             files,
             bs,
@@ -584,22 +586,17 @@ class FileReader(Reader):
 
     @property
     def partition_bytes(self) -> int | None:
-        """The blocksize in bytes (None with ``files_per_partition``)."""
-        if self.files_per_partition is not None:
-            return None
-        return getattr(self, "_resolved_blocksize", None) or self._resolve_blocksize()
+        """The blocksize in bytes (None with ``files_per_partition``): the one the last
+        listing used, else what one would use now."""
+        return getattr(self, "_listed_blocksize", None) or self._resolve_blocksize()
 
     def _resolve_blocksize(self, input_bytes: float | None = None) -> int | None:
-        """The given blocksize, else :func:`curator_dask.config.default_blocksize` for this
-        format's expansion and the input's ``input_bytes`` (decided on the client each time
-        the partitions are listed)."""
-        if self.files_per_partition is not None:
-            return None
-        bs = self._blocksize or config.default_blocksize(
-            expansion=self.expansion, input_bytes=input_bytes
+        return sizing.resolve_blocksize(
+            self.blocksize,
+            self.files_per_partition,
+            expansion=self.expansion,
+            input_bytes=input_bytes,
         )
-        self._resolved_blocksize = bs
-        return bs
 
     def check_columns(self, specs: list[PartitionSpec] | None = None) -> None:
         """Raise :class:`~curator_dask.errors.ColumnError` when the first readable file

@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from dask.utils import parse_bytes
 from fsspec.core import url_to_fs
 
 #: Compression recognised by file-name suffix; such files are always read whole.
@@ -68,16 +67,6 @@ def compression_of(path: str) -> str | None:
 def basename(path: str) -> str:
     """Return the last component of a local or remote path."""
     return posixpath.basename(path.rstrip("/")) or path
-
-
-def to_bytes(size: int | str | None) -> int | None:
-    """Parse ``"256MB"`` or an int into a positive number of bytes."""
-    if size is None:
-        return None
-    n = parse_bytes(size) if isinstance(size, str) else int(size)
-    if n <= 0:
-        raise ValueError(f"blocksize must be > 0 bytes, got {size!r}")
-    return n
 
 
 def _is_hidden(rel: str) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 import dask.config
 import pytest
 
-from curator_dask import config
+from curator_dask import sizing
 from curator_dask.io import JsonlReader
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -37,7 +37,7 @@ def test_an_input_of_several_mb_gets_two_partitions_per_worker_thread(
     ten_files: Path, n_workers: int, threads: int
 ) -> None:
     # workers with plenty of memory: by memory alone this is one 256 MB partition
-    with config.planned_workers(16 * GiB, threads, n_workers):
+    with sizing.planned_workers(16 * GiB, threads, n_workers):
         specs = JsonlReader(str(ten_files)).partitions()
         assert len(specs) >= 2 * n_workers * threads
         assert _read_count(JsonlReader(str(ten_files))) == 8000  # every document, once
@@ -45,23 +45,23 @@ def test_an_input_of_several_mb_gets_two_partitions_per_worker_thread(
 
 def test_the_memory_bound_still_holds(ten_files: Path) -> None:
     total = sum(p.stat().st_size for p in ten_files.iterdir())
-    with config.planned_workers(16 * GiB, 1, 2):
-        split = config.default_blocksize(input_bytes=total)
-    with config.planned_workers(int(1.5 * GiB), 1, 2):
-        by_memory = config.default_blocksize()
-        assert config.default_blocksize(input_bytes=total) == min(split, by_memory)
-        assert config.default_blocksize(input_bytes=100 * GiB) == by_memory
+    with sizing.planned_workers(16 * GiB, 1, 2):
+        split = sizing.default_blocksize(input_bytes=total)
+    with sizing.planned_workers(int(1.5 * GiB), 1, 2):
+        by_memory = sizing.default_blocksize()
+        assert sizing.default_blocksize(input_bytes=total) == min(split, by_memory)
+        assert sizing.default_blocksize(input_bytes=100 * GiB) == by_memory
 
 
 def test_a_small_input_stays_whole(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "one document"}\n' * 1000)
-    with config.planned_workers(16 * GiB, 2, 2):
+    with sizing.planned_workers(16 * GiB, 2, 2):
         assert len(JsonlReader(str(tmp_path)).partitions()) == 1
     with (
         dask.config.set({"curator.io.split-above": "1KiB"}),
-        config.planned_workers(16 * GiB, 2, 2),
+        sizing.planned_workers(16 * GiB, 2, 2),
     ):
-        assert config.default_blocksize(input_bytes=40 * 2**20) == 5 * 2**20
+        assert sizing.default_blocksize(input_bytes=40 * 2**20) == 5 * 2**20
 
 
 def test_a_dedup_workflow_splits_for_its_clients_workers(ten_files: Path) -> None:
