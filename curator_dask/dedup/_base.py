@@ -34,13 +34,12 @@ from fsspec.core import url_to_fs
 
 from curator_dask import config, sizing
 from curator_dask.errors import check_columns
+from curator_dask.io import formats
 from curator_dask.io.layout import RunLayout
 from curator_dask.io.layout import join as join  # io's path rules, for the workflows
 from curator_dask.io.layout import resolve_path as resolve_path
 from curator_dask.progress import say
 
-#: Formats a dedup input can have; chosen from the file suffixes unless given.
-INPUT_FORMATS = ("jsonl", "parquet")
 _OBJECT_STORES = {"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "oss"}
 _COMPRESSION = (".gz", ".zst", ".zstd", ".bz2", ".xz")
 
@@ -237,71 +236,6 @@ def remove_tree(path: str, storage_options: dict[str, Any] | None) -> None:
 
 
 # -- the input --------------------------------------------------------------------------------
-def format_of(path: str) -> str | None:
-    """``"jsonl"`` or ``"parquet"`` from a file name's suffix (compression ignored), or None."""
-    from curator_dask.io.jsonl import JSONL_SUFFIXES
-    from curator_dask.io.parquet import PARQUET_SUFFIXES
-
-    name = path.lower()
-    if name.endswith(tuple(PARQUET_SUFFIXES)):
-        return "parquet"
-    if name.endswith(tuple(JSONL_SUFFIXES)):
-        return "jsonl"
-    return None
-
-
-def _reader_class(fmt: str) -> Any:
-    from curator_dask.io import JsonlReader, ParquetReader
-
-    return {"jsonl": JsonlReader, "parquet": ParquetReader}[fmt]
-
-
-def choose_format(paths: Sequence[str], storage_options: dict[str, Any] | None) -> str:
-    """The input format of ``paths``, from their suffixes.
-
-    A file or glob is judged by its own suffix (a glob without one, by what it matches); a
-    directory by the files the readers' listing finds in it (suffix rules, hidden and ``_``
-    names skipped). Mixed or unknown formats raise ``ValueError`` asking for ``input_format``.
-    """
-    found: set[str] = set()
-    for p in paths:
-        fmt = format_of(p)
-        if fmt is not None:
-            found.add(fmt)
-            continue
-        fs, root = get_fs(p, storage_options)
-        if any(c in root for c in "*?["):
-            kinds = {format_of(m) for m in fs.glob(root)}
-            if None in kinds or not kinds:
-                raise ValueError(
-                    f"cannot tell the format of the files matching {p!r} from their names; "
-                    "give input_format ('jsonl' or 'parquet')"
-                )
-            found |= {k for k in kinds if k is not None}
-        elif fs.isdir(root):
-            kinds_in_dir = set()
-            for fmt_name in INPUT_FORMATS:
-                with contextlib.suppress(FileNotFoundError):
-                    if _reader_class(fmt_name)(p, storage_options=storage_options).partitions():
-                        kinds_in_dir.add(fmt_name)
-            if not kinds_in_dir:
-                raise FileNotFoundError(f"directory {p!r} holds no JSONL or Parquet files")
-            found |= kinds_in_dir
-        else:
-            if not fs.exists(root):
-                raise FileNotFoundError(f"input not found: {p!r}")
-            raise ValueError(
-                f"cannot tell the format of {p!r} from its name; "
-                "give input_format ('jsonl' or 'parquet')"
-            )
-    if len(found) != 1:
-        raise ValueError(
-            f"the input mixes formats ({', '.join(sorted(found))}); give input_format, "
-            "or one format per run"
-        )
-    return found.pop()
-
-
 @dataclass
 class DedupInput:
     """A workflow's input, resolved once on the client: a reader over files, or a dask frame.
@@ -339,8 +273,8 @@ class DedupInput:
             items = [raw] if isinstance(raw, (str, os.PathLike)) else list(raw)
             paths = [resolve_path(p) for p in items]
         fmt = getattr(workflow, "input_format", None)
-        if fmt is not None and fmt not in INPUT_FORMATS:
-            raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {fmt!r}")
+        if fmt is not None:
+            formats.reader_class(fmt)  # a registered format (ValueError naming them)
         return cls(
             paths,
             df,
@@ -366,11 +300,11 @@ class DedupInput:
             return None
         if self._reader is not None and self._reader.quarantine_path == self.quarantine_path:
             return self._reader
-        fmt = self.input_format or choose_format(self.paths, self.storage_options)
+        fmt = self.input_format or formats.choose_format(self.paths, self.storage_options)
         self.input_format = fmt
-        cls = _reader_class(fmt)
-        self._reader = cls(
+        self._reader = formats.open_reader(
             self.paths,
+            fmt,
             text_column=self.text_column,
             id_column=self.id_column,
             blocksize=self.blocksize,

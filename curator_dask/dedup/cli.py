@@ -36,7 +36,6 @@ _EXCLUSIVE = (("char_ngrams", "word_ngrams"),)
 _CHOICES: dict[str, tuple[str, ...]] = {
     "hash_method": HASH_METHODS,
     "band_shape": tuple(BAND_SHAPES),
-    "input_format": ("jsonl", "parquet"),
     "normalization": ("simple", "none"),
 }
 
@@ -118,12 +117,18 @@ def add_workflow_command(
     The options come from the fields of ``cls`` (the workflow's parameter dataclass);
     ``workflow`` (``"module:Class"``) is imported only when the command runs.
     """
+    from curator_dask.io.formats import reader_formats
+
+    # the formats registered when the command is built (io.formats: each reader's own)
+    formats = reader_formats()
     parser = subparsers.add_parser(name, help=help_text, description=help_text)
     parser.add_argument(
-        "input", nargs="+", help="JSONL/Parquet files, a directory or a glob (local or s3://)"
+        "input",
+        nargs="+",
+        help=f"{'/'.join(formats)} files, a directory or a glob (local or s3://)",
     )
     docs = _field_docs(cls)
-    all_choices = {**_CHOICES, **(choices or {})}
+    all_choices = {**_CHOICES, "input_format": formats, **(choices or {})}
     dests: list[str] = []
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     target: dict[str, Any] = {}

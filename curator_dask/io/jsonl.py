@@ -45,6 +45,7 @@ from curator_dask.io._files import (
     read_range,
 )
 from curator_dask.io.base import PartitionSpec
+from curator_dask.io.formats import register_reader
 
 #: File names a directory listing picks up (each also with a compression suffix).
 JSONL_SUFFIXES = tuple(
@@ -418,6 +419,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
+@register_reader
 @dataclass
 class JsonlReader(FileReader):
     """Read JSONL files (one JSON object a line) as partitions of documents.

@@ -27,6 +27,7 @@ from curator_dask.io._common import (
 )
 from curator_dask.io._files import FileInfo, get_fs
 from curator_dask.io.base import PartitionSpec
+from curator_dask.io.formats import register_reader
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 
@@ -57,6 +58,7 @@ def _row_group_ranges(
     return ranges
 
 
+@register_reader
 @dataclass
 class ParquetReader(FileReader):
     """Read Parquet files as partitions of documents.
