@@ -32,6 +32,7 @@ Definitions used by every filter:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -42,13 +43,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curator_dask import _text_kernels as K
-from curator_dask._backend import frame_module
+from curator_dask._backend import array_module, frame_module
 
 #: The characters for which Python's ``str.isspace()`` is True, as a regex class body.
-#: Control characters are escapes (``\\t``, ``\\x0b``), never literal: libcudf's regex
-#: parser accepts only the escapes it documents and stops at a literal NUL.
-WHITESPACE = r"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85" + (
-    "\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+#: ASCII control characters are escapes (``\\t``, ``\\x0b``); the others are the characters
+#: themselves: libcudf's regex parser packs each pattern character into its UTF-8 bytes,
+#: as it does the text, but reads ``\\x85`` as the number 0x85, which no character of a
+#: text is (U+0085 is 0xC285 there). tests/_libcudf_regex.py has the rules.
+WHITESPACE = r"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f " + (
+    "\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 #: Every whitespace character, as a plain string (for ``str.strip``).
 WHITESPACE_CHARS = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
@@ -76,12 +79,11 @@ _FAST_PANDAS = True
 # Set False (tests) to score with the vectorised kernels instead of the fused ones.
 _FUSED = True
 
-_CLASSES = {
-    # pyarrow / RE2: Unicode general categories.
-    "re2": {"letter": r"\pL", "alnum": r"[\pL\pN]", "digit": r"\p{Nd}"},
-    # libcudf: \w and \d are Unicode-aware, \p{..} is not supported.
-    "cudf": {"letter": r"[^\W\d_]", "alnum": r"[^\W_]", "digit": r"\d"},
-}
+#: Character classes by Unicode general category, in RE2's syntax (pyarrow). libcudf has
+#: no ``\p{..}`` and its ``\w``/``\d`` are other sets (on an H200, ``[^\W\d_]`` counted
+#: 311 of 328 texts differently from ``\pL``), so on cudf these classes are counted
+#: through a table of every code point built with RE2 (:func:`count_class`).
+_CLASSES = {"letter": r"\pL", "alnum": r"[\pL\pN]", "digit": r"\p{Nd}"}
 
 
 def is_cudf(obj: Any) -> bool:
@@ -101,12 +103,73 @@ def ascii_nocase(word: str) -> str:
 
 
 def char_class(text: Any, name: str) -> str:
-    """Return the regex for one ``letter``, ``alnum`` or ``digit`` character.
+    """Return the RE2 regex for one ``letter``, ``alnum`` or ``digit`` character.
 
     Letters are Unicode category L (Python ``str.isalpha``), alphanumerics L or N
-    (``str.isalnum``), digits category Nd (``str.isdecimal``).
+    (``str.isalnum``), digits category Nd (``str.isdecimal``). libcudf's regex engine has
+    no such classes: on cudf, count with :func:`count_class` or :func:`count_words_with`.
     """
-    return _CLASSES["cudf" if is_cudf(text) else "re2"][name]
+    if is_cudf(text):
+        raise TypeError(f"no libcudf regex for the {name!r} class: use count_class")
+    return _CLASSES[name]
+
+
+@functools.cache
+def class_table(name: str) -> np.ndarray:
+    """``bool[0x110000]``: which code points RE2 puts in class ``name`` (surrogates: no).
+
+    Built once per process with the CPU path's own engine, so both backends count the
+    same characters.
+    """
+    cps = np.arange(0x110000, dtype=np.uint32)
+    cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
+    widths = np.select([cps < 0x80, cps < 0x800, cps < 0x10000], [1, 2, 3], 4).astype(np.int32)
+    offsets = np.zeros(len(cps) + 1, dtype=np.int32)
+    np.cumsum(widths, out=offsets[1:])
+    data = cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+    chars = pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(data))
+    hit = pc.match_substring_regex(chars, _CLASSES[name]).to_numpy(zero_copy_only=False)
+    table = np.zeros(0x110000, dtype=bool)
+    table[cps] = hit
+    return table
+
+
+def unpack_utf8(xp: Any, units: Any) -> Any:
+    """Code points from cudf's ``str.code_points()`` units (a character's UTF-8 bytes,
+    packed big-endian into one integer: "é" is 0xC3A9)."""
+    u = units.astype(xp.uint32)
+    b0, b1, b2 = u >> 24, (u >> 16) & 0xFF, (u >> 8) & 0xFF
+    last = u & 0x3F
+    two = ((b2 & 0x1F) << 6) | last
+    three = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | last
+    four = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | last
+    return xp.where(u < 0x80, u, xp.where(u < 0x10000, two, xp.where(u < 0x1000000, three, four)))
+
+
+def count_class(text: Any, name: str) -> Any:
+    """Number of characters of class ``name`` (``letter``, ``alnum``, ``digit``) per
+    document (int64); on cudf through :func:`class_table`, equal to RE2's count."""
+    if not is_cudf(text):
+        return count(text, _CLASSES[name])
+    units = text.str.code_points().values
+    xp = array_module(units)
+    hit = xp.asarray(class_table(name))[unpack_utf8(xp, units)].astype(xp.int64)
+    running = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(hit)])
+    ends = xp.cumsum(xp.asarray(text.str.len().values).astype(xp.int64))
+    starts = xp.concatenate([xp.zeros(1, dtype=xp.int64), ends[:-1]])
+    counts = running[ends] - running[starts]
+    return type(text)(counts, index=text.index).astype("int64")
+
+
+def count_words_with(text: Any, name: str) -> Any:
+    """Number of words (runs of non-whitespace) holding a character of class ``name``."""
+    if not is_cudf(text):
+        return count(text, f"[^{WHITESPACE}]*{_CLASSES[name]}[^{WHITESPACE}]*")
+    rows = split_rows(text, WS, regex=True)
+    rows["has"] = (count_class(rows["piece"], name) > 0).astype("int64")
+    out = per_doc(rows, "has", "sum", len(text)).astype("int64")
+    out.index = text.index
+    return out
 
 
 def _is_arrow_string(dtype: Any) -> bool:
@@ -235,6 +298,10 @@ def split_rows(
 
 def per_doc(rows: Any, column: str, how: str, n: int, fill: Any = 0) -> Any:
     """Aggregate ``rows[column]`` by ``rows["doc"]`` over all ``n`` documents."""
+    if how in ("any", "all"):
+        # libcudf's groupby has no ANY/ALL aggregation: the max/min of 0/1 says the same
+        agg = rows[column].astype("int8").groupby(rows["doc"]).agg("max" if how == "any" else "min")
+        return agg.astype(bool).reindex(range(n), fill_value=fill)
     agg = rows.groupby("doc")[column].agg(how)
     return agg.reindex(range(n), fill_value=fill)
 
@@ -316,9 +383,9 @@ def _tables() -> dict[str, np.ndarray]:
             hit = pc.match_substring_regex(arr, f"^{pattern}$").to_numpy(zero_copy_only=False)
             flags[cps[hit]] |= bit
 
-        mark(K.LETTER, char_class(pd.Series([], dtype=STR_DTYPE), "letter"))
-        mark(K.ALNUM, char_class(pd.Series([], dtype=STR_DTYPE), "alnum"))
-        mark(K.DIGIT, char_class(pd.Series([], dtype=STR_DTYPE), "digit"))
+        mark(K.LETTER, _CLASSES["letter"])
+        mark(K.ALNUM, _CLASSES["alnum"])
+        mark(K.DIGIT, _CLASSES["digit"])
         for chars, bit in (
             (WHITESPACE_CHARS, K.WS),
             (END_MARKS, K.ENDMARK),

@@ -44,7 +44,8 @@ done
 rm -f "$OUT/gpu_tests.rc"
 ( timeout "${TESTS_TIMEOUT:-300}" "$PY" -m pytest -m gpu -p no:cacheprovider -o addopts="" \
     -W ignore::DeprecationWarning -W ignore::FutureWarning -W ignore::UserWarning \
-    --continue-on-collection-errors -rfE -q tests >"$OUT/gpu_tests.log" 2>&1
+    --continue-on-collection-errors -rfE -q $(grep -rl "mark.gpu" tests --include="test_*.py") \
+    >"$OUT/gpu_tests.log" 2>&1
   echo $? >"$OUT/gpu_tests.rc" ) &
 "$PY" bench/gpu_check.py --out "$OUT" --tests-log "$OUT/gpu_tests.log" "$@" 2>&1 | tee "$OUT/gpu_check.log"
 status=${PIPESTATUS[0]}

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pandas.core.strings.accessor import StringMethods
 
@@ -64,6 +65,12 @@ RECORDER = Recorder()
 class _Str:
     def __init__(self, series: pd.Series) -> None:
         self._acc = StringMethods(series)
+        self._series = series
+
+    def code_points(self) -> pd.Series:
+        """cudf's: a row per character, its UTF-8 bytes packed big-endian (int32)."""
+        units = [int.from_bytes(c.encode(), "big") for t in self._series.fillna("") for c in t]
+        return Series(np.array(units, dtype=np.uint32).view(np.int32))
 
     def __getattr__(self, name: str) -> Any:
         meth = getattr(self._acc, name, None)
@@ -99,6 +106,12 @@ class Series(pd.Series):
 
     def to_pandas(self) -> pd.Series:
         return pd.Series(self)
+
+    def where(self, cond: Any, other: Any = np.nan, **kwargs: Any) -> Any:  # type: ignore[override]
+        # cudf does not align ``other`` by index: it needs a column of the same length
+        if isinstance(other, pd.Series) and len(other) != len(self):
+            raise ValueError("Both columns must be of the same size (cudf's where)")
+        return super().where(cond, other, **kwargs)
 
 
 class DataFrame(pd.DataFrame):

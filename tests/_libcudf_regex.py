@@ -6,14 +6,19 @@ call on the device. The rules below follow libcudf's "Regex Features" page
 (docs.rapids.ai, libcudf_docs/md_regex) and its parser (cpp/src/strings/regex/
 regcomp.cpp), which reads the pattern as NUL-terminated code points:
 
-- no literal control characters (a literal NUL ends the pattern early; the others are
-  written as escapes so the pattern says what it matches);
+- no literal NUL (the parser stops there); other control characters may be literal;
+- a non-ASCII character is written as itself, never as ``\\xHH`` or octal: the parser
+  packs each character of the pattern into its UTF-8 bytes, as it does the text, while
+  an escape gives the bare number (``\\x85`` is 0x85, and U+0085 in a text is 0xC285);
 - escapes outside a class: ``\\t \\n \\r \\a \\f``, ``\\xHH`` (two hex digits), octal
-  ``\\0``..``\\377``, ``\\w \\W \\s \\S \\d \\D \\b \\B \\A \\Z`` and a backslash before one of
+  ``\\0``..``\\177``, ``\\w \\W \\s \\S \\d \\D \\b \\B \\A \\Z`` and a backslash before one of
   the listed punctuation characters; no ``\\v``, ``\\p{..}``, ``\\u``, ``\\z``;
-- inside a class: ``\\n \\r \\t \\a \\b \\f``, ``\\xHH``, octal, ``\\w \\W \\s \\S \\d \\D`` and
-  ``\\\\ \\^ \\- \\]``; a ``-`` is a range between two single characters, never the first
-  or last member (``[-z]``, ``[a-]`` are undefined); no empty class;
+- inside a class: ``\\n \\r \\t \\a \\b \\f``, ``\\xHH``, octal, ``\\w \\W \\s \\S \\d \\D`` and a
+  backslash before punctuation; a ``-`` is a range between two single characters, never
+  the first or last member (``[-z]``, ``[a-]`` are undefined); the END of a range is
+  read as the character after the backslash, unconverted (``[\\x00-\\x7f]`` is
+  ``[\\x00-x7f]`` there: NUL to ``x``, then ``7`` and ``f``), so it is written as
+  itself; no empty class;
 - groups ``( )`` and ``(?: )`` only (no lookaround, flags or named groups), no empty group;
 - a quantifier (``* + ? {n} {n,} {n,m}``, each with a lazy ``?``) follows a character,
   a class, ``.`` or a group; counts 0..999, ``m >= n``;
@@ -27,16 +32,24 @@ import re
 # regcomp.cpp's escapable_chars: punctuation a backslash turns into a literal.
 _ESCAPABLE = set(".-+*\\?^$|{}()[]<>\"~'`_@=;:!#%&,/ ")
 _ESCAPES_OUTSIDE = set("tnrafwWsSdDbBAZ")
-_ESCAPES_INSIDE = set("nrtabfwWsSdD") | set("\\^-]")
+_ESCAPES_INSIDE = set("nrtabfwWsSdD") | _ESCAPABLE
 _SHORTHANDS = set("wWsSdD")
 _OCTAL = set("01234567")
 _HEX = set("0123456789abcdefABCDEF")
 _COUNTED = re.compile(r"\{(\d+)(,(\d*))?\}")
 
 
-def _is_control(ch: str) -> bool:
-    cp = ord(ch)
-    return cp < 0x20 or 0x7F <= cp <= 0x9F
+def _is_nul(ch: str) -> bool:
+    return ch == "\x00"
+
+
+def _numeric(value: int, i: int, problems: list[str]) -> str:
+    if value >= 0x80:
+        problems.append(
+            f"escape for U+{value:04X} at {i}: libcudf matches the number, not the character's"
+            " UTF-8 bytes; write the character itself"
+        )
+    return chr(value)
 
 
 def _escape(pattern: str, i: int, inside: bool, problems: list[str]) -> tuple[int, str | None]:
@@ -50,12 +63,12 @@ def _escape(pattern: str, i: int, inside: bool, problems: list[str]) -> tuple[in
         if len(digits) != 2 or not set(digits) <= _HEX:
             problems.append(f"\\x needs two hex digits at {i}")
             return i + 2, None
-        return i + 4, chr(int(digits, 16))
+        return i + 4, _numeric(int(digits, 16), i, problems)
     if d in _OCTAL:
         j = i + 2
         while j < len(pattern) and j < i + 4 and pattern[j] in _OCTAL:
             j += 1
-        return j, chr(int(pattern[i + 1 : j], 8))
+        return j, _numeric(int(pattern[i + 1 : j], 8), i, problems)
     allowed = _ESCAPES_INSIDE if inside else _ESCAPES_OUTSIDE | _ESCAPABLE
     if d not in allowed:
         where = "inside a class" if inside else "outside a class"
@@ -92,11 +105,18 @@ def _class(pattern: str, i: int, problems: list[str]) -> int:
                 continue
             lo = members[-1]
             if pattern[j + 1] == "\\":
+                # libcudf takes the character after the backslash as the range's end
+                raw = pattern[j + 2 : j + 3]
                 j, hi = _escape(pattern, j + 1, True, problems)
+                if hi != raw:
+                    problems.append(
+                        f"range end written as an escape at {j}: libcudf ends the range at"
+                        f" {raw!r}; write the end character itself"
+                    )
             else:
                 hi = pattern[j + 1]
-                if _is_control(hi):
-                    problems.append(f"literal control character U+{ord(hi):04X} at {j + 1}")
+                if _is_nul(hi):
+                    problems.append(f"literal NUL at {j + 1}")
                 j += 2
             if lo is None or hi is None:
                 problems.append(f"range at {j} does not join two single characters")
@@ -104,8 +124,8 @@ def _class(pattern: str, i: int, problems: list[str]) -> int:
                 problems.append(f"range {lo!r}-{hi!r} runs backwards")
             members.append(hi)
             continue
-        if _is_control(ch):
-            problems.append(f"literal control character U+{ord(ch):04X} at {j}")
+        if _is_nul(ch):
+            problems.append(f"literal NUL at {j}")
         members.append(ch)
         j += 1
     return j + 1
@@ -174,8 +194,8 @@ def libcudf_regex_problems(pattern: str) -> list[str]:
             i += 1
             prev = "anchor"
         else:
-            if _is_control(ch):
-                problems.append(f"literal control character U+{ord(ch):04X} at {i}")
+            if _is_nul(ch):
+                problems.append(f"literal NUL at {i}")
             i += 1
             prev = "atom"
     if depth:

@@ -160,8 +160,12 @@ def test_literal_patterns_in_the_package_are_libcudf_syntax():
 @pytest.mark.parametrize(
     ("pattern", "problem"),
     [
-        ("[^\x00-\x7f]", "literal control character U+0000"),
-        ("a\tb", "literal control character U+0009"),
+        ("[^\x00-\x7f]", "literal NUL"),
+        (r"[^\x00-\x7f]", "range end written as an escape"),
+        (r"[\x00-\x08]", "range end written as an escape"),
+        (r"\x85", "escape for U+0085"),
+        (r"[\x86" + "-\x9f]", "escape for U+0086"),
+        (r"\205", "escape for U+0085"),
         (r"\v", "escape \\v"),
         (r"\pL", "escape \\p"),
         (r"(?=a)", "group syntax"),
@@ -173,7 +177,7 @@ def test_literal_patterns_in_the_package_are_libcudf_syntax():
         (r"(a", "unclosed"),
         (r"[]", "unterminated"),
         (r"\x4", "two hex digits"),
-        (r"[\.]", "escape \\."),
+        (r"[\v]", "escape \\v"),
     ],
 )
 def test_checker_rejects(pattern, problem):
@@ -185,8 +189,10 @@ def test_checker_rejects(pattern, problem):
 @pytest.mark.parametrize(
     "pattern",
     [
-        r"[^\x00-\x7f]",
-        r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028]".replace(r"\u2028", "\u2028"),
+        "[^\\x00-\x7f]",
+        "a\tb",
+        r"[\.]",
+        "\\r\\n|[\\r\x0b\x0c\x1c\x1d\x1e\x85\u2028]",
         r"[\-*+]",
         r"(?:https?|ftp)://[^\t\n ]+",
         r"\n{3,}",
@@ -198,3 +204,65 @@ def test_checker_rejects(pattern, problem):
 )
 def test_checker_accepts(pattern):
     assert libcudf_regex_problems(pattern) == []
+
+
+def _multilingual():
+    return [
+        *EDGE_TEXTS,
+        "Ünïcödé wörds, 123 and ١٢٣ and ½ ² Ⅻ; 日本語のテキスト 和 中文 \uff46\uff55\uff4c\uff4c",
+        "Ελληνικά κείμενα και Кириллица, עברית ועוד, हिन्दी ३४५ 😀 \U0001f600x",
+        "ǅungla ǈ ﬁ ŉ ß ẞ \u02c6 ʰ ᵃ ª º",
+        "",
+    ]
+
+
+@pytest.mark.parametrize("name", ["letter", "alnum", "digit"])
+def test_class_counts_on_cudf_equal_re2(name):
+    """The cudf path counts a class through code points and RE2's table: same counts."""
+    texts = pd.Series(_multilingual()).astype(S.STR_DTYPE)
+    want = S.count(texts, S.char_class(texts, name)).tolist()
+    with cudf_on_pandas():
+        import cudf
+
+        got = S.count_class(cudf.from_pandas(texts), name)
+        assert S.is_cudf(got)
+    assert got.tolist() == want
+    assert sum(want) > 0
+
+
+def test_words_with_a_letter_on_cudf_equal_re2():
+    texts = pd.Series(_multilingual()).astype(S.STR_DTYPE)
+    want = S.count_words_with(texts, "letter").tolist()
+    with cudf_on_pandas():
+        import cudf
+
+        got = S.count_words_with(cudf.from_pandas(texts), "letter").tolist()
+    assert got == want
+
+
+def test_unpack_utf8_gives_every_code_point():
+    import numpy as np
+
+    cps = np.array([0, 0x41, 0x7F, 0x80, 0xE9, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF])
+    units = [int.from_bytes(chr(c).encode(), "big") for c in cps]
+    packed = np.array(units, dtype=np.uint32).view(np.int32)  # cudf gives int32
+    assert S.unpack_utf8(np, packed).tolist() == cps.tolist()
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFKC", "NFD"])
+def test_unicode_normalizer_patches_cudf_rows_by_position(form):
+    """cudf's ``where`` does not align by index: the patch must cover every row."""
+    from curator_dask.modifiers import MojibakeFixer, UnicodeNormalizer
+
+    texts = pd.Series(
+        ["plain", "ﬁne ①", "ascii", "\uff26\uff55\uff4c\uff4c", "café"], index=[7, 3, 9, 1, 4]
+    )
+    texts = texts.astype(S.STR_DTYPE)
+    for m in (UnicodeNormalizer(form=form), MojibakeFixer()):
+        want = m.modify(texts)
+        with cudf_on_pandas():
+            import cudf
+
+            got = m.modify(cudf.from_pandas(texts))
+        assert got.tolist() == want.tolist()
+        assert list(got.index) == list(want.index)

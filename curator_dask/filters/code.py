@@ -160,7 +160,7 @@ class AlphaFilter(Filter):
 
     def score(self, text: Any) -> Any:
         t = S.as_text(text)
-        letters = S.count(t, S.char_class(t, "letter"))
+        letters = S.count_class(t, "letter")
         return S.restore_index(S.ratio(letters, S.nchars(t)), text.index)
 
     def keep_score(self, score: Any) -> Any:
@@ -295,9 +295,9 @@ class PerExtensionFilter(Filter):
             mean = (n - (pieces - 1)).astype("float64") / pieces
             ok &= (longest <= long_line) & (mean <= self.max_mean_line_length)
         if alnum_min is not None:
-            ok &= S.ratio(S.count(t, S.char_class(t, "alnum")), n) >= alnum_min
+            ok &= S.ratio(S.count_class(t, "alnum"), n) >= alnum_min
         if alpha_min is not None:
-            ok &= S.ratio(S.count(t, S.char_class(t, "letter")), n) >= alpha_min
+            ok &= S.ratio(S.count_class(t, "letter"), n) >= alpha_min
         return S.restore_index(ok.astype("int64"), text.index)
 
     def keep_score(self, score: Any) -> Any:

@@ -179,7 +179,7 @@ class NonAlphaNumericFilter(_MaxScoreFilter):
             return S.ratio(m["chars"] - m["alnum"], m["chars"])
         t = S.as_text(text)
         n = S.nchars(t)
-        alnum = S.count(t, S.char_class(t, "alnum"))
+        alnum = S.count_class(t, "alnum")
         return S.restore_index(S.ratio(n - alnum, n), text.index)
 
 
@@ -226,7 +226,7 @@ class NumbersFilter(_MaxScoreFilter):
             m = S.document_measures(text)
             return S.ratio(m["digits"], m["chars"])
         t = S.as_text(text)
-        digits = S.count(t, S.char_class(t, "digit"))
+        digits = S.count_class(t, "digit")
         return S.restore_index(S.ratio(digits, S.nchars(t)), text.index)
 
 
@@ -475,9 +475,8 @@ class WordsWithoutAlphabetsFilter(_MinScoreFilter):
             m = S.document_measures(text)
             return S.ratio(m["letter_words"], m["words"])
         t = S.as_text(text)
-        # One match per word that holds a letter: the match spans the whole word.
-        pattern = f"[^{S.WHITESPACE}]*{S.char_class(t, 'letter')}[^{S.WHITESPACE}]*"
-        return S.restore_index(S.ratio(S.count(t, pattern), S.count(t, S.WORD)), text.index)
+        letter_words = S.count_words_with(t, "letter")
+        return S.restore_index(S.ratio(letter_words, S.count(t, S.WORD)), text.index)
 
 
 # -- line- and paragraph-level -----------------------------------------------------------

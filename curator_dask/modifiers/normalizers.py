@@ -67,25 +67,37 @@ class UnicodeNormalizer(Modifier):
             # Per-document loop (C implementation): see apache/arrow#51225 above.
             form = typing.cast("typing.Literal['NFC', 'NFKC']", self.form)
             fixed = [unicodedata.normalize(form, s) for s in subset.tolist()]
-        return _patch(t, todo, subset.index, fixed)
+        return _patch(t, todo, fixed)
 
 
-def _patch(text: Any, todo: Any, index: Any, values: list[str]) -> Any:
-    """Replace the rows of ``text`` selected by ``todo`` with ``values``."""
+def _patch(text: Any, todo: Any, values: list[str]) -> Any:
+    """Replace the rows of ``text`` selected by ``todo`` with ``values``, in row order.
+
+    cudf's ``where`` does not align ``other`` by index (it wants a column of the same
+    length), so the patch is spread over the whole length first, by position.
+    """
     cudf = S.is_cudf(text)
     mod = frame_module("cudf") if cudf else pd
-    patch = mod.Series(values, index=index, dtype=None if cudf else S.STR_DTYPE)
-    return text.where(~todo, patch)
+    index = text.index
+    text = text.reset_index(drop=True)
+    todo = todo.reset_index(drop=True)
+    patch = mod.Series(values, index=todo[todo].index, dtype=None if cudf else S.STR_DTYPE)
+    out = text.where(~todo, patch.reindex(text.index))
+    out.index = index
+    return out
 
 
-# Patterns are written with escapes, never literal control characters: libcudf's regex
-# parser reads a pattern up to its first NUL, and escapes say what is matched.
-_NON_ASCII = r"[^\x00-\x7f]"
+# libcudf's regex parser (tests/_libcudf_regex.py has its rules): a NUL is written as the
+# escape \x00 (a literal one ends the pattern there); a range's END is read as the
+# character after a backslash, unconverted, so it is the character itself; a non-ASCII
+# character is itself too (an escape gives the bare number, not its UTF-8 bytes). RE2
+# reads both spellings alike.
+_NON_ASCII = "[^\\x00-\x7f]"
 # Line breaks other than "\n" (Windows, old Mac, Unicode line/paragraph separators, form
 # feed, vertical tab, NEL, file/group/record separators) become "\n".
-_LINE_BREAKS = r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85" + "\u2028\u2029]"
+_LINE_BREAKS = "\\r\\n|[\\r\\x0b\\x0c\\x1c\\x1d\\x1e\x85\u2028\u2029]"
 # Control characters other than "\t" and "\n" (C0, DEL, C1) are removed.
-_CONTROLS = r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]"
+_CONTROLS = "[\\x00-\x08\\x0e-\x1b\\x1f\\x7f-\x84\x86-\x9f]"
 # Unicode space separators become an ASCII space.
 _SPACES = "[\xa0\u1680\u2000-\u200a\u202f\u205f\u3000]"
 
@@ -199,4 +211,4 @@ class MojibakeFixer(Modifier):
         subset = to_pandas(t[todo])
         # Per-document Python loop: ftfy has no vectorised form.
         fixed = [ftfy.fix_text(s, config) for s in subset.tolist()]
-        return _patch(t, todo, subset.index, fixed)
+        return _patch(t, todo, fixed)

@@ -27,15 +27,16 @@ from curator_dask.stage import Filter
 def _char_class(chars: str) -> str:
     """A regex character class matching any of ``chars``.
 
-    In the syntax RE2 and libcudf share: ``\\ ] ^ -`` escaped with a backslash, control
-    characters and ``[`` as ``\\xHH`` (libcudf's parser stops at a literal NUL and
-    documents no other escape inside a class).
+    In the syntax RE2 and libcudf share: ``\\ ] ^ -`` escaped with a backslash, ASCII
+    control characters and ``[`` as ``\\xHH`` (libcudf's parser stops at a literal NUL),
+    every other character as itself (libcudf reads ``\\xHH`` as a bare number, which no
+    non-ASCII character of a text is: it compares UTF-8 bytes).
     """
 
     def member(c: str) -> str:
         if c in "\\]^-":
             return "\\" + c
-        if c == "[" or ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F:
+        if c == "[" or ord(c) < 0x20 or ord(c) == 0x7F:
             return f"\\x{ord(c):02x}"
         return c
 
