@@ -56,7 +56,7 @@ def run_ours(cfg: dict, corpus: str) -> set:
             input_path=corpus,
             cache_path=f"{tmp}/cache",
             output_path=f"{tmp}/out",
-            input_blocksize="16MB",
+            blocksize="16MB",
             **kw,
             **cfg,
         ).run()

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             output_path=f"{tmp}/out",
             word_ngrams=5,
             client=client,
-            input_blocksize="32MB",
+            blocksize="32MB",
         )
         t0 = time.perf_counter()
         with __import__("dask").config.set(scheduler=client):

@@ -280,7 +280,7 @@ class DedupInput:
             df,
             workflow.text_column,
             workflow.id_column,
-            getattr(workflow, "input_blocksize", None),
+            getattr(workflow, "blocksize", None),
             fmt,
             getattr(workflow, "storage_options", None),
             quarantine_path,

@@ -164,7 +164,7 @@ class DedupWorkflow:
     """Base of the dedup workflows (dataclasses): the run skeleton around their steps.
 
     A subclass sets ``method`` (its name in messages and results), has the fields
-    ``input_path, df, text_column, id_column, input_blocksize, input_format,
+    ``input_path, df, text_column, id_column, blocksize, input_format,
     storage_options, output_path, perform_removal, duplicate_groups, client`` and implements
     ``run()`` with :meth:`_begin`, its steps, and :meth:`_finish`.
     """

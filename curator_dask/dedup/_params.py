@@ -7,8 +7,9 @@ importing dask.dataframe, pyarrow or numba, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 HASH_METHODS = ("md5", "xxh128", "fast128")
@@ -34,6 +35,11 @@ _COMMON_TAIL = """\
         ``duplicate_groups/``."""
 
 
+_DEPRECATED = """\
+    input_blocksize : int or str, optional
+        Deprecated spelling of ``blocksize`` (a ``DeprecationWarning``)."""
+
+
 @dataclass
 class ExactParams:
     __doc__ = f"""Parameters of :class:`~curator_dask.dedup.ExactDeduplicationWorkflow`.
@@ -48,7 +54,7 @@ class ExactParams:
         Column holding the text.
     id_column : str
         Column holding the document id (ids must be unique).
-    input_blocksize : int or str, optional
+    blocksize : int or str, optional
         Partition size for the reader; default: from the workers' memory, at most
         ``curator.io.blocksize``.
     hash_method : {{"md5", "xxh128", "fast128"}}
@@ -63,13 +69,14 @@ class ExactParams:
     client : distributed.Client, optional
         Run on this client; otherwise on the active dask scheduler.
 {_COMMON_TAIL}
+{_DEPRECATED}
     """
 
     input_path: str | Sequence[str] | None = None
     output_path: str = "exact_dedup_output"
     text_column: str = "text"
     id_column: str = "id"
-    input_blocksize: int | str | None = None
+    blocksize: int | str | None = None
     hash_method: str = "md5"
     keep: str = "first"
     perform_removal: bool = False
@@ -78,6 +85,8 @@ class ExactParams:
     input_format: str | None = None
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
     duplicate_groups: bool = False
+    #: Deprecated spelling of ``blocksize`` (:func:`take_input_blocksize`).
+    input_blocksize: InitVar[int | str | None] = None
 
 
 @dataclass
@@ -98,7 +107,7 @@ class FuzzyParams:
         Column holding the text.
     id_column : str
         Column holding the document id (ids must be unique).
-    input_blocksize : int or str, optional
+    blocksize : int or str, optional
         Partition size for the reader; default: from the workers' memory, at most
         ``curator.io.blocksize``.
     char_ngrams : int, optional
@@ -145,6 +154,7 @@ class FuzzyParams:
         Candidate check against at most this many anchors per bucket, or every pair a bucket
         needs with None (exhaustive, quadratic in the worst case); see
         :func:`~curator_dask.dedup.lsh.verify_buckets`.
+{_DEPRECATED}
     """
 
     input_path: str | Sequence[str] | None = None
@@ -152,7 +162,7 @@ class FuzzyParams:
     output_path: str = "fuzzy_dedup_output"
     text_column: str = "text"
     id_column: str = "id"
-    input_blocksize: int | str | None = None
+    blocksize: int | str | None = None
     char_ngrams: int | None = None
     word_ngrams: int | None = None
     num_bands: int | None = None
@@ -172,6 +182,8 @@ class FuzzyParams:
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
     duplicate_groups: bool = False
     num_anchors: int | None = 4
+    #: Deprecated spelling of ``blocksize`` (:func:`take_input_blocksize`).
+    input_blocksize: InitVar[int | str | None] = None
 
 
 @dataclass
@@ -219,7 +231,7 @@ class SemanticParams:
         Seed of the k-means initial centroids.
     kmeans_max_iter : int
         Maximum k-means iterations.
-    input_blocksize : int or str, optional
+    blocksize : int or str, optional
         Partition size for the reader; default: from the workers' memory, at most
         ``curator.io.blocksize``.
     device : str
@@ -232,6 +244,7 @@ class SemanticParams:
     embedding_column : str, optional
         Use this column of the input (a list of floats per document) as the embeddings
         instead of computing them; no model is loaded. Default: computed.
+{_DEPRECATED}
     """
 
     cache_path: str
@@ -249,7 +262,7 @@ class SemanticParams:
     max_tokens: int | None = None
     seed: int = 42
     kmeans_max_iter: int = 100
-    input_blocksize: int | str | None = None
+    blocksize: int | str | None = None
     device: str = "auto"
     client: Any = field(default=None, repr=False)
     perform_removal: bool = False
@@ -257,3 +270,37 @@ class SemanticParams:
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
     duplicate_groups: bool = False
     embedding_column: str | None = None
+    #: Deprecated spelling of ``blocksize`` (:func:`take_input_blocksize`).
+    input_blocksize: InitVar[int | str | None] = None
+
+
+def take_input_blocksize(params: Any, input_blocksize: int | str | None) -> None:
+    """Move the deprecated ``input_blocksize=`` to ``blocksize`` (a ``DeprecationWarning``).
+
+    Called first in each workflow's ``__post_init__``. Giving both with different values is
+    a ``ValueError``.
+    """
+    if input_blocksize is None:
+        return
+    warnings.warn(
+        f"{type(params).__name__}(input_blocksize=...) is deprecated: use blocksize=..., "
+        "the readers' and the command line's name",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    if params.blocksize is not None and params.blocksize != input_blocksize:
+        raise ValueError(
+            f"give blocksize or its old name input_blocksize, not both "
+            f"(got {params.blocksize!r} and {input_blocksize!r})"
+        )
+    params.blocksize = input_blocksize
+
+
+def _input_blocksize(params: Any) -> int | str | None:
+    warnings.warn("input_blocksize is deprecated: read blocksize", DeprecationWarning, stacklevel=2)
+    return params.blocksize  # type: ignore[no-any-return]
+
+
+# reading the old name still works (and warns); the dataclass default stays the InitVar's
+for _cls in (ExactParams, FuzzyParams, SemanticParams):
+    _cls.input_blocksize = property(_input_blocksize)  # type: ignore[union-attr]

@@ -27,7 +27,6 @@ from curator_dask.dedup._params import (
 _FLAG_NAMES = {
     "output_path": "--output",
     "cache_path": "--cache-dir",
-    "input_blocksize": "--blocksize",
 }
 #: Fields that are not options (Python objects, or the positional input).
 _NOT_OPTIONS = {"input_path", "df", "client", "stats"}

@@ -37,7 +37,7 @@ from curator_dask.dedup._common import (
     shuffle_method,
     with_uid,
 )
-from curator_dask.dedup._params import HASH_METHODS, ExactParams
+from curator_dask.dedup._params import HASH_METHODS, ExactParams, take_input_blocksize
 from curator_dask.dedup.minhash import _fmix64, utf8_buffers
 
 _P1 = np.uint64(0x9E3779B185EBCA87)
@@ -159,7 +159,8 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
 
     method: ClassVar[str] = "exact-dedup"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, input_blocksize: int | str | None) -> None:
+        take_input_blocksize(self, input_blocksize)
         if self.hash_method not in HASH_METHODS:
             raise ValueError(f"hash_method must be one of {HASH_METHODS}, got {self.hash_method!r}")
         if self.keep not in ("first", "last"):

@@ -54,7 +54,7 @@ from curator_dask.dedup._common import (
     shuffle_method,
     with_uid,
 )
-from curator_dask.dedup._params import BAND_SHAPES, FuzzyParams
+from curator_dask.dedup._params import BAND_SHAPES, FuzzyParams, take_input_blocksize
 from curator_dask.dedup.components import (
     ROUTE_BYTES,
     budget_slots,
@@ -394,7 +394,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
     method: ClassVar[str] = "fuzzy-dedup"
     stats: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, input_blocksize: int | str | None) -> None:
+        take_input_blocksize(self, input_blocksize)
         for name in ("num_bands", "minhashes_per_band", "char_ngrams", "word_ngrams"):
             value = getattr(self, name)
             if value is not None and int(value) < 1:
@@ -449,7 +450,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
     def _cache_root(self, run: Run) -> str:
         from curator_dask.dedup._base import resolve_path
 
-        key = tokenize(run.input.fingerprint(), str(self.input_blocksize), self._sig_params)
+        key = tokenize(run.input.fingerprint(), str(self.blocksize), self._sig_params)
         return join(resolve_path(self.cache_path), f"fuzzy-{key[:16]}")
 
     def cache_dir(self) -> str:

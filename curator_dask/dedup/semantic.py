@@ -53,7 +53,7 @@ from curator_dask.dedup._base import (
     write_frame,
 )
 from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, leased, shuffle_method
-from curator_dask.dedup._params import SemanticParams
+from curator_dask.dedup._params import SemanticParams, take_input_blocksize
 
 _KEEP = ("hard", "easy", "first")
 #: k-means stops when the centroids move less than this (sum of squared shifts).
@@ -88,7 +88,8 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
     method: ClassVar[str] = "semantic-dedup"
     stats: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, input_blocksize: int | str | None) -> None:
+        take_input_blocksize(self, input_blocksize)
         if self.input_path is None and self.df is None:
             raise ValueError("give input_path or df")
         if self.n_clusters < 1:
@@ -132,7 +133,7 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         else:
             model_key = _model_fingerprint(self._embedding_stage().resolved_model_dir)
         emb = tokenize(
-            "embeddings", CACHE_LAYOUT, run.input.fingerprint(), str(self.input_blocksize),
+            "embeddings", CACHE_LAYOUT, run.input.fingerprint(), str(self.blocksize),
             self.text_column, self.id_column, model_key, self.max_chars, self.max_tokens,
         )  # fmt: skip
         km = tokenize("kmeans", CACHE_LAYOUT, emb, self.n_clusters, self.seed, self.kmeans_max_iter)

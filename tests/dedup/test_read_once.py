@@ -52,7 +52,7 @@ def test_exact_dedup_reads_the_input_once(tmp_path, reads):
     out = tmp_path / "out"
     with pytest.warns(QuarantineWarning):
         res = ExactDeduplicationWorkflow(
-            str(tmp_path / "in"), output_path=str(out), perform_removal=True, input_blocksize=64
+            str(tmp_path / "in"), output_path=str(out), perform_removal=True, blocksize=64
         ).run()
     assert len(reads) >= 3  # several partitions (one per file at least) ...
     assert set(reads.values()) == {1}  # ... each read exactly once

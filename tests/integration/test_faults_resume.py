@@ -154,7 +154,7 @@ def test_cli_fuzzy_dedup_killed_then_rerun_reuses_finished_steps(
         "num_bands": 8,
         "minhashes_per_band": 4,
         "bands_per_iteration": 1,
-        "input_blocksize": "1MB",  # 2 files a partition
+        "blocksize": "1MB",  # 2 files a partition
     }
     with Client(scheduler_file=str(subprocess_cluster.scheduler_file), timeout="30s") as client:
         ref = FuzzyDeduplicationWorkflow(
