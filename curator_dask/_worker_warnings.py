@@ -24,6 +24,10 @@ def dask_setup(worker: Any) -> None:
 
     if multiprocessing.parent_process() is None:
         return
+    # the command's worker processes skip dask's and numba's optional SciPy, as it does
+    from curator_dask._optional_scipy import defer_optional_scipy
+
+    defer_optional_scipy()
     # -v lets distributed say its warnings (the `logging` config the workers get): then
     # other packages' Python warnings are said too
     verbose = logging.getLogger("distributed").getEffectiveLevel() <= logging.WARNING

@@ -161,26 +161,35 @@ def client_from_args(
     args: argparse.Namespace,
     base: ClusterConfig | None = None,
     input_bytes: Callable[[], float | None] | None = None,
+    threads_below: str | None = None,
 ) -> Iterator[Any]:
     """Yield a :class:`distributed.Client` for the cluster flags; clean up on exit.
 
     With ``processes: auto`` and ``input_bytes`` (the input's estimated in-memory bytes, or
     None when large or unknown), a small input runs on one worker of threads in this process,
     as ``run`` does (:meth:`~curator_dask.cluster.ClusterConfig.for_input`).
+    ``threads_below`` names a config key that says "small" instead of
+    ``curator.cluster.threads-below`` (the dedup commands': ``curator.dedup.threads-below``).
     """
+    import dask.config
     from dask.utils import format_bytes
 
     from curator_dask.cluster import get_client
 
     config = cluster_config_from_args(args, base)
+    key = "curator.cluster.threads-below"
+    if threads_below is not None and dask.config.get(threads_below, None) is not None:
+        key = threads_below
+        config = dataclasses.replace(config, threads_below=dask.config.get(key))
     if config.processes == "auto" and config.kind == "cpu" and input_bytes is not None:
         nbytes = input_bytes()
         config = config.for_input(nbytes)
         if config.processes is False:
             logging.getLogger("curator_dask").info(
-                "input of %s is below curator.cluster.threads-below (%s): the local cluster is "
+                "input of %s is below %s (%s): the local cluster is "
                 "1 worker of %d threads in this process",
                 format_bytes(int(nbytes or 0)),
+                key,
                 config.threads_below,
                 config.threads_per_worker,
             )
@@ -1121,6 +1130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     debug = bool(getattr(args, "debug", False) or (getattr(args, "verbose", 0) or 0) > 0)
     setup_logging(args.verbose, args.quiet, args.log_level, args.log_file, debug)
+    from curator_dask._optional_scipy import defer_optional_scipy
+
+    undo_scipy = defer_optional_scipy()  # dask's and numba's optional SciPy: ~0.7 CPU-s
     try:
         if (
             getattr(args, "_serve_metrics", False)
@@ -1146,6 +1158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(message, file=sys.stderr)
         return code
     finally:
+        undo_scipy()
         _remove_handlers()
 
 

@@ -322,6 +322,58 @@ def test_a_small_dedup_input_runs_on_threads_and_removes_the_same_documents(
     assert removed["auto"] == removed[True]
 
 
+def test_a_dedup_input_above_the_pipeline_threshold_runs_on_threads_below_the_dedup_one(
+    tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture
+) -> None:
+    import dask.config
+
+    src = write_inputs(tmp_path, records)
+    args = ["fuzzy-dedup", str(src), "--output", str(tmp_path / "o"), "--cache-dir"]
+    two = {"curator.cluster.n-workers": 2, "curator.cluster.threads-per-worker": 1}
+    # above what a pipeline runs on threads, below the dedup commands' own threshold
+    small = {"curator.cluster.threads-below": "1B", "curator.dedup.threads-below": "1GiB"}
+    with dask.config.set({**two, **small}):
+        assert main([*args, str(tmp_path / "c")]) == 0
+    err = capsys.readouterr().err
+    assert "below curator.dedup.threads-below (1GiB)" in err, err[-2000:]
+    assert "1 worker of 2 threads in this process" in err
+    # the dedup threshold unset: the pipeline's applies
+    with dask.config.set({**two, **small, "curator.dedup.threads-below": None}):
+        assert main([*args, str(tmp_path / "c2")]) == 0
+    assert "in this process" not in capsys.readouterr().err
+
+
+def test_a_command_run_imports_no_scipy_for_dask_or_numba_yet_scipy_imports(
+    tmp_path: Path, records: list[dict]
+) -> None:
+    """dask's and numba's optional SciPy imports are skipped on a command run (~0.7 CPU-s);
+    the same removed set; a later import of SciPy works, and numba still has BLAS for np.dot.
+    """
+    pytest.importorskip("scipy")
+    src = write_inputs(tmp_path, records)
+    code = f"""
+import sys
+import numba, numpy as np
+from curator_dask.cli import main
+assert main(["fuzzy-dedup", {str(src)!r}, "--output", {str(tmp_path / "o")!r},
+             "--cache-dir", {str(tmp_path / "c")!r}, "-q"]) == 0
+assert "dask.dataframe" in sys.modules and "numba.np.arraymath" in sys.modules
+print([m for m in ("scipy.sparse", "scipy.linalg", "scipy.fft") if m in sys.modules])
+import scipy.sparse
+dot = numba.njit(lambda a, b: np.dot(a, b))
+print(scipy.sparse.csr_matrix(np.eye(2)).sum(), dot(np.ones(3), np.ones(3)))
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-2:] == ["[]", "2.0 3.0"], done.stdout[-2000:]
+    from curator_dask._optional_scipy import _DeferScipy
+
+    assert not any(isinstance(f, _DeferScipy) for f in sys.meta_path)
+
+
 def test_bare_class_names_resolve_to_package_stages(tmp_path: Path) -> None:
     from curator_dask.filters import WordCountFilter
     from curator_dask.modifiers import UnicodeNormalizer

@@ -230,9 +230,13 @@ def _run(
 
     import dask.config
 
+    # exact and fuzzy dedup spend their time in kernels that release the GIL: threads in
+    # this process up to a larger input than a pipeline (curator.dedup.threads-below)
+    below = None if workflow.endswith("SemanticDeduplicationWorkflow") else "curator.dedup"
+    kw = {"threads_below": f"{below}.threads-below"} if below else {}
     # the result goes to stdout once: the table for a person, or --json for a script
     with (
-        client_from_args(args, input_bytes=input_bytes) as client,
+        client_from_args(args, input_bytes=input_bytes, **kw) as client,
         dask.config.set({"curator.dedup.summary": False}),
     ):
         result = cls(input_path=args.input, client=client, **options).run()  # type: ignore[call-arg]
