@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from curator_dask.errors import ConfigError, RunInterrupted
+
 # Only the standard library at module level: `curator-dask --help` and argument errors must
 # not pay for dask.dataframe, numba and pyarrow (tests/test_cli.py times them).
 if TYPE_CHECKING:
@@ -49,14 +51,6 @@ IO_MODULES = ("curator_dask.io",)
 
 _TOP_KEYS = ("name", "description", "reader", "stages", "writer", "execution", "cluster", "config")
 _STAGE_KEYS = ("class", "params", "resources", "name", "batch_size")
-
-
-class ConfigError(ValueError):
-    """A pipeline file is wrong; the message starts with the key at fault."""
-
-    def __init__(self, key: str, message: str) -> None:
-        self.key = key
-        super().__init__(f"{key}: {message}" if key else message)
 
 
 # -- cluster flags --------------------------------------------------------------------------
@@ -1006,14 +1000,6 @@ def _metrics_server(args: argparse.Namespace) -> Iterator[None]:
     with start_metrics_server(port, addr=args.metrics_addr) as server:
         logging.getLogger("curator_dask.cli").warning("metrics: %s", server.url)
         yield
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during ``run``: carries the writer, to say how far the run got."""
-
-    def __init__(self, writer: Any) -> None:
-        super().__init__()
-        self.writer = writer
 
 
 def _finished_partitions(writer: Any) -> tuple[int, str] | None:

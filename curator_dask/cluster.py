@@ -45,6 +45,7 @@ import yaml
 from dask.utils import parse_bytes, parse_timedelta
 
 from curator_dask import config as _config
+from curator_dask.errors import ClusterConnectError
 
 KINDS = ("cpu", "gpu", "address", "scheduler_file")
 
@@ -454,13 +455,6 @@ def dashboard_link(client: Any) -> str | None:
     if http is not None and not getattr(http, "applications", True):
         return None  # the HTTP server has no bokeh application: no pages at the link
     return getattr(client, "dashboard_link", None)
-
-
-class ClusterConnectError(ConnectionError):
-    """The scheduler could not be reached, did not answer, or has no workers.
-
-    The message is one line that says what to check.
-    """
 
 
 def connect_timeout(config: ClusterConfig, timeout: str | float | None = None) -> float:

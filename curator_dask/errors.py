@@ -1,4 +1,9 @@
-"""Errors a run raises on purpose (each names what to check)."""
+"""The exceptions and warnings the package raises on purpose (each message names what to check).
+
+Every class is defined here and nowhere else; the modules that raise them also export them
+under their old names (``curator_dask.io.MalformedInputError``,
+``curator_dask.cluster.ClusterConnectError``, ...), so imports of either path keep working.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,58 @@ class QuarantineShareError(RuntimeError):
     def __init__(self, message: str, result: object = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+class MalformedInputError(ValueError):
+    """A bad input record met with ``on_error="raise"``; the message names file and line."""
+
+
+class TruncatedInputError(OSError):
+    """A compressed input ended early or is corrupt."""
+
+
+class OutputInUseError(RuntimeError):
+    """Another job holds the lease on this output directory."""
+
+
+class PartitionMemoryError(MemoryError):
+    """A partition ran out of memory even in the smallest pieces allowed.
+
+    Raised by :class:`~curator_dask.executor.DaskExecutor` when the pieces of a partition
+    split ``curator.execution.max-splits`` times still kill their worker (or raise
+    :class:`MemoryError`).
+    """
+
+
+class ClusterConnectError(ConnectionError):
+    """The scheduler could not be reached, did not answer, or has no workers.
+
+    The message is one line that says what to check.
+    """
+
+
+class ConfigError(ValueError):
+    """A pipeline file is wrong; the message starts with the key at fault."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"{key}: {message}" if key else message)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run``: carries the writer, to say how far the run got."""
+
+    def __init__(self, writer: object) -> None:
+        super().__init__()
+        self.writer = writer
+
+
+class QuarantineWarning(UserWarning):
+    """Records of a partition were quarantined (issued by ``to_dask()`` reads)."""
+
+
+class CuratorWarning(UserWarning):
+    """A condition in a run that the user can fix (partition size, memory, batch size)."""
 
 
 def check_columns(

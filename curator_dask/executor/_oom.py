@@ -12,17 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from curator_dask import config as _config
+from curator_dask.errors import PartitionMemoryError
 from curator_dask.executor._tasks import Piece
 from curator_dask.io.base import PartitionSpec, Reader
-
-
-class PartitionMemoryError(MemoryError):
-    """A partition ran out of memory even in the smallest pieces allowed.
-
-    Raised by :class:`~curator_dask.executor.DaskExecutor` when the pieces of a partition
-    split ``curator.execution.max-splits`` times still kill their worker (or raise
-    :class:`MemoryError`).
-    """
 
 
 def max_splits() -> int:

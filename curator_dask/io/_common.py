@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import _backend, config, sizing
-from curator_dask.errors import check_columns
+from curator_dask.errors import MalformedInputError, QuarantineWarning, check_columns
 from curator_dask.io._files import (
     FileInfo,
     basename,
@@ -42,14 +42,6 @@ ON_ERROR = ("quarantine", "raise")
 COMPRESSED_EXPANSION = 4.0
 #: In-memory bytes per decompressed byte while a task runs: the frame and a stage's output.
 IN_MEMORY = 2.0
-
-
-class MalformedInputError(ValueError):
-    """A bad input record met with ``on_error="raise"``; the message names file and line."""
-
-
-class QuarantineWarning(UserWarning):
-    """Records of a partition were quarantined (issued by ``to_dask()`` reads)."""
 
 
 @dataclass

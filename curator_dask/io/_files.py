@@ -17,6 +17,8 @@ from typing import Any
 
 from fsspec.core import url_to_fs
 
+from curator_dask.errors import TruncatedInputError
+
 #: Compression recognised by file-name suffix; such files are always read whole.
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
 
@@ -208,10 +210,6 @@ def read_range(fs: Any, path: str, start: int, end: int) -> tuple[bytes, int]:
             chunk = min(chunk * 2, 64 << 20)
         buf = b"".join(pieces)
     return buf, offset
-
-
-class TruncatedInputError(OSError):
-    """A compressed input ended early or is corrupt."""
 
 
 #: Bytes fed to a decompressor at a time; after an error the unit is decoded again in

@@ -44,6 +44,7 @@ import pandas as pd
 from fsspec.core import split_protocol
 
 from curator_dask import config
+from curator_dask.errors import OutputInUseError
 from curator_dask.io._files import META_SUFFIX, get_fs, is_object_store, part_name, write_bytes
 from curator_dask.io.quarantine import empty_quarantine, write_quarantine_file
 
@@ -460,10 +461,6 @@ def write_quarantine(
     return RunLayout.for_output(path, storage_options=storage_options).write_quarantine(
         frame, index
     )
-
-
-class OutputInUseError(RuntimeError):
-    """Another job holds the lease on this output directory."""
 
 
 def _pid_alive(pid: int) -> bool:

@@ -14,13 +14,10 @@ from typing import Any
 
 import pandas as pd
 
+from curator_dask.errors import CuratorWarning
 from curator_dask.monitoring.timeline import MemoryTimeline, as_frame
 
 _MIB = 1024**2
-
-
-class CuratorWarning(UserWarning):
-    """A condition in a run that the user can fix (partition size, memory, batch size)."""
 
 
 def format_bytes(n: float) -> str:
