@@ -181,3 +181,17 @@ def test_no_arrow_goes_up_the_layers() -> None:
 def test_former_arrows_stay_gone(module: str, imported: str) -> None:
     # the arrows that made the cycles and the upward arrow of issue 25
     assert imported not in import_graph()[module]
+
+
+def test_private_modules_stay_in_their_package() -> None:
+    # docs/architecture.md: a private module is used only inside its own package
+    outside = []
+    for a, targets in import_graph().items():
+        for b in targets:
+            parts = b.split(".")
+            private = [i for i, p in enumerate(parts) if i and p.startswith("_")]
+            if private:
+                package = ".".join(parts[: private[0]])
+                if not (a == package or a.startswith(package + ".")):
+                    outside.append(f"{a} -> {b}")
+    assert outside == []

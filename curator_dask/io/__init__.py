@@ -5,7 +5,6 @@ See ``docs/io.md`` for partitioning, ids, the quarantine format and the writers'
 
 from __future__ import annotations
 
-from curator_dask.io._common import BadRecords, FileReader, MalformedInputError, QuarantineWarning
 from curator_dask.io._files import FileInfo
 from curator_dask.io.base import (
     QUARANTINE_COLUMNS,
@@ -17,6 +16,12 @@ from curator_dask.io.base import (
     empty_quarantine,
 )
 from curator_dask.io.dataframe import DataFrameReader
+from curator_dask.io.file_reader import (
+    BadRecords,
+    FileReader,
+    MalformedInputError,
+    QuarantineWarning,
+)
 from curator_dask.io.jsonl import JsonlReader, read_jsonl
 from curator_dask.io.layout import RunLayout, write_quarantine
 from curator_dask.io.parquet import ParquetReader, read_parquet

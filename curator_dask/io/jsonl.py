@@ -19,19 +19,6 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from curator_dask import config
-from curator_dask.io._common import (
-    STRING_DTYPE,
-    BadRecords,
-    FileReader,
-    arrow_id_is_exact,
-    arrow_ids_to_string,
-    byte_ranges,
-    empty_frame,
-    fill_ids,
-    finish_frame,
-    id_text,
-    raise_bad,
-)
 from curator_dask.io._files import (
     COMPRESSION_SUFFIXES,
     Decompressed,
@@ -45,6 +32,19 @@ from curator_dask.io._files import (
     read_range,
 )
 from curator_dask.io.base import PartitionSpec
+from curator_dask.io.file_reader import (
+    STRING_DTYPE,
+    BadRecords,
+    FileReader,
+    arrow_id_is_exact,
+    arrow_ids_to_string,
+    byte_ranges,
+    empty_frame,
+    fill_ids,
+    finish_frame,
+    id_text,
+    raise_bad,
+)
 from curator_dask.io.formats import register_reader
 
 #: File names a directory listing picks up (each also with a compression suffix).

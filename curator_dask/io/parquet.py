@@ -14,7 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curator_dask.io._common import (
+from curator_dask.io._files import FileInfo, get_fs
+from curator_dask.io.base import PartitionSpec
+from curator_dask.io.file_reader import (
     STRING_DTYPE,
     BadRecords,
     FileReader,
@@ -25,8 +27,6 @@ from curator_dask.io._common import (
     finish_frame,
     raise_bad,
 )
-from curator_dask.io._files import FileInfo, get_fs
-from curator_dask.io.base import PartitionSpec
 from curator_dask.io.formats import register_reader
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
