@@ -278,7 +278,9 @@ def split_rows(
         )
     # Generic path (cudf, or pandas in tests): explode the list column.
     if sep is None:
-        lists = text.str.split()
+        # Python's whitespace (no-break and other Unicode spaces too): cudf's own
+        # ``str.split()`` splits on ASCII whitespace only
+        lists = text.str.split(f"[{WHITESPACE}]+", regex=True)
     elif regex:
         lists = text.str.split(sep, regex=True)
     else:
@@ -302,7 +304,9 @@ def per_doc(rows: Any, column: str, how: str, n: int, fill: Any = 0) -> Any:
         # libcudf's groupby has no ANY/ALL aggregation: the max/min of 0/1 says the same
         agg = rows[column].astype("int8").groupby(rows["doc"]).agg("max" if how == "any" else "min")
         return agg.astype(bool).reindex(range(n), fill_value=fill)
-    agg = rows.groupby("doc")[column].agg(how)
+    # "size": rows per document, whatever the column holds (cudf has no size of strings)
+    by_doc = rows.groupby("doc")
+    agg = by_doc.size() if how == "size" else by_doc[column].agg(how)
     return agg.reindex(range(n), fill_value=fill)
 
 

@@ -67,6 +67,13 @@ class _Str:
         self._acc = StringMethods(series)
         self._series = series
 
+    def split(self, pat: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if pat is None and not args:
+            # cudf splits on ASCII whitespace only (characters up to U+0020), not on
+            # Python's (no-break space, U+3000, NEL...)
+            return self._acc.split(r"[\x00-\x20]+", regex=True, **kwargs)
+        return self.__getattr__("split")(pat, *args, **kwargs)
+
     def code_points(self) -> pd.Series:
         """cudf's: a row per character, its UTF-8 bytes packed big-endian (int32)."""
         units = [int.from_bytes(c.encode(), "big") for t in self._series.fillna("") for c in t]

@@ -266,3 +266,37 @@ def test_unicode_normalizer_patches_cudf_rows_by_position(form):
             got = m.modify(cudf.from_pandas(texts))
         assert got.tolist() == want.tolist()
         assert list(got.index) == list(want.index)
+
+
+def test_comment_blocks_of_every_language_are_libcudf_syntax():
+    from curator_dask.filters.code import COMMENT_SYNTAX
+
+    blocks = {lang: b for lang, (_, b) in COMMENT_SYNTAX.items() if b}
+    assert blocks
+    bad = {lang: libcudf_regex_problems(b) for lang, b in blocks.items()}
+    assert not any(bad.values()), bad
+
+
+def test_every_filter_scores_on_the_cudf_path_like_pandas(monkeypatch, tmp_path):
+    """Each filter's cudf code path (on the stand-in, with cudf's whitespace split and
+    ``where``) scores the texts as the pandas path does: Unicode spaces, classes, lines."""
+    import numpy as np
+
+    monkeypatch.setattr(S, "_FAST_PANDAS", False)
+    texts = pd.Series(_texts() + _multilingual()).astype(S.STR_DTYPE)
+    wrong = []
+    with cudf_on_pandas():
+        import cudf
+
+        gpu = cudf.from_pandas(texts)
+        for name, stage in _stages(tmp_path):
+            if not hasattr(stage, "score") or not getattr(stage, "has_score", lambda: 0)():
+                continue
+            if name in ("LengthRatioFilter",):
+                continue  # two columns
+            want = np.asarray(stage.score(texts), dtype="float64")
+            got = np.asarray(stage.score(gpu), dtype="float64")
+            if not np.allclose(got, want, rtol=0, atol=1e-9, equal_nan=True):
+                i = int(np.flatnonzero(~np.isclose(got, want, rtol=0, atol=1e-9))[0])
+                wrong.append(f"{name}: {texts[i][:40]!r} cudf path {got[i]} pandas {want[i]}")
+    assert not wrong, "\n".join(wrong)

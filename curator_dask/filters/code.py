@@ -21,20 +21,21 @@ from curator_dask import text as S
 from curator_dask.stage import Filter
 
 #: Line-comment markers and block-comment regexes by language (``language=`` values).
+#: ``(?:.|\n)`` is any character: libcudf has no ``(?s)`` flag group.
 COMMENT_SYNTAX: dict[str, tuple[tuple[str, ...], str | None]] = {
     "python": (("#",), None),
     "shell": (("#",), None),
     "ruby": (("#",), None),
     "r": (("#",), None),
-    "c": (("//",), r"/\*(?s:.*?)\*/"),
-    "cpp": (("//",), r"/\*(?s:.*?)\*/"),
-    "java": (("//",), r"/\*(?s:.*?)\*/"),
-    "javascript": (("//",), r"/\*(?s:.*?)\*/"),
-    "go": (("//",), r"/\*(?s:.*?)\*/"),
-    "rust": (("//",), r"/\*(?s:.*?)\*/"),
-    "sql": (("--",), r"/\*(?s:.*?)\*/"),
+    "c": (("//",), r"/\*(?:.|\n)*?\*/"),
+    "cpp": (("//",), r"/\*(?:.|\n)*?\*/"),
+    "java": (("//",), r"/\*(?:.|\n)*?\*/"),
+    "javascript": (("//",), r"/\*(?:.|\n)*?\*/"),
+    "go": (("//",), r"/\*(?:.|\n)*?\*/"),
+    "rust": (("//",), r"/\*(?:.|\n)*?\*/"),
+    "sql": (("--",), r"/\*(?:.|\n)*?\*/"),
     "lua": (("--",), None),
-    "haskell": (("--",), r"\{-(?s:.*?)-\}"),
+    "haskell": (("--",), r"\{-(?:.|\n)*?-\}"),
 }
 
 
