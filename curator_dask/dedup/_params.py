@@ -10,13 +10,39 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import InitVar, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 HASH_METHODS = ("md5", "xxh128", "fast128")
 
 #: Named ``(num_bands, minhashes_per_band)`` shapes. ``"recall"`` (240 hashes) is the
 #: default with the candidate check at Jaccard 0.8; ``"nemo"`` is NeMo Curator's default.
 BAND_SHAPES: dict[str, tuple[int, int]] = {"recall": (30, 8), "nemo": (20, 13)}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A workflow's ``curator-dask`` subcommand: its options are the parameters' fields.
+
+    ``workflow`` is ``"module:Class"``, imported only when the command runs (``--help``
+    stays fast); ``required`` are the fields the command needs; ``choices`` limit fields
+    to values. ``needs`` are packages checked before a cluster starts for ``needs_what``
+    (``install`` is the line to install them; not needed when the option ``needs_unless``
+    is given).
+    ``threads_below`` is the setting below which (input bytes) the command runs on threads
+    in its own process, None for never.
+    """
+
+    name: str
+    workflow: str
+    help: str
+    required: tuple[str, ...] = ("output_path",)
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    needs_what: str = ""
+    install: str = ""
+    needs_unless: str | None = None
+    threads_below: str | None = "curator.dedup.threads-below"
+
 
 _COMMON_INPUT = """\
     input_path : str or list of str, optional
@@ -42,6 +68,12 @@ _DEPRECATED = """\
 
 @dataclass
 class ExactParams:
+    command: ClassVar[Command] = Command(
+        "exact-dedup",
+        "curator_dask.dedup.exact:ExactDeduplicationWorkflow",
+        "remove documents with identical text",
+        choices={"keep": ("first", "last")},
+    )
     __doc__ = f"""Parameters of :class:`~curator_dask.dedup.ExactDeduplicationWorkflow`.
 
     Parameters
@@ -91,6 +123,13 @@ class ExactParams:
 
 @dataclass
 class FuzzyParams:
+    command: ClassVar[Command] = Command(
+        "fuzzy-dedup",
+        "curator_dask.dedup.fuzzy:FuzzyDeduplicationWorkflow",
+        "remove near-duplicates (MinHash + LSH)",
+        required=("output_path", "cache_path"),
+        choices={"keep": ("first", "longest")},
+    )
     __doc__ = f"""Parameters of :class:`~curator_dask.dedup.FuzzyDeduplicationWorkflow`.
 
     Parameters
@@ -188,6 +227,18 @@ class FuzzyParams:
 
 @dataclass
 class SemanticParams:
+    command: ClassVar[Command] = Command(
+        "semantic-dedup",
+        "curator_dask.dedup.semantic:SemanticDeduplicationWorkflow",
+        "remove semantic near-duplicates (embeddings + k-means)",
+        required=("output_path", "cache_path"),
+        choices={"keep": ("hard", "easy", "first"), "device": ("auto", "cpu", "cuda")},
+        needs=("torch", "transformers"),
+        needs_what="embeddings",
+        install="curator_dask[models]",
+        needs_unless="embedding_column",  # given embeddings: no model is loaded
+        threads_below=None,
+    )
     __doc__ = f"""Parameters of :class:`~curator_dask.dedup.SemanticDeduplicationWorkflow`.
 
     Two documents are duplicates when the cosine distance of their embeddings,
@@ -272,6 +323,12 @@ class SemanticParams:
     embedding_column: str | None = None
     #: Deprecated spelling of ``blocksize`` (:func:`take_input_blocksize`).
     input_blocksize: InitVar[int | str | None] = None
+
+
+#: The dedup methods with a ``curator-dask`` subcommand, in ``--help`` order. A new method
+#: adds its parameters (with their :class:`Command`) here, its workflow in its own module and
+#: one export line in ``dedup/__init__.py``.
+COMMANDS: list[type] = [ExactParams, FuzzyParams, SemanticParams]
 
 
 def take_input_blocksize(params: Any, input_blocksize: int | str | None) -> None:

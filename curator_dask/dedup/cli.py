@@ -2,7 +2,8 @@
 
 Every option comes from a field of the workflow's dataclass: its flag (``--num-bands`` for
 ``num_bands``), type, default and help (the field's entry in the class docstring). Adding a
-dedup method to the CLI is one :func:`add_workflow_command` call.
+dedup method to the CLI is its parameters' :class:`~curator_dask.dedup._params.Command` and
+one entry in :data:`~curator_dask.dedup._params.COMMANDS`; this module is not touched.
 """
 
 from __future__ import annotations
@@ -15,13 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from curator_dask.dedup._params import (
-    BAND_SHAPES,
-    HASH_METHODS,
-    ExactParams,
-    FuzzyParams,
-    SemanticParams,
-)
+from curator_dask.dedup._params import BAND_SHAPES, COMMANDS, HASH_METHODS
 
 #: Flags that keep their historical names.
 _FLAG_NAMES = {
@@ -176,32 +171,27 @@ def register(
     add_cluster_args: Callable[[argparse.ArgumentParser], None],
     client_from_args: Callable[..., Any],
 ) -> None:
-    """Add ``exact-dedup``, ``fuzzy-dedup`` and ``semantic-dedup`` to ``subparsers``.
+    """Add a subcommand for each dedup method of :data:`~curator_dask.dedup._params.COMMANDS`
+    (``exact-dedup``, ``fuzzy-dedup``, ``semantic-dedup``) to ``subparsers``.
 
     ``add_cluster_args(parser)`` adds the cluster flags; ``client_from_args(args,
     input_bytes=...)`` is a context manager yielding a distributed Client (or None for the
     local scheduler); ``input_bytes()`` estimates the input's in-memory size (None: large or
     unknown), which lets a small input run on threads.
     """
-    add_workflow_command(
-        subparsers, "exact-dedup", ExactParams,
-        "curator_dask.dedup.exact:ExactDeduplicationWorkflow",
-        "remove documents with identical text", add_cluster_args, client_from_args,
-        choices={"keep": ("first", "last")},
-    )  # fmt: skip
-    add_workflow_command(
-        subparsers, "fuzzy-dedup", FuzzyParams,
-        "curator_dask.dedup.fuzzy:FuzzyDeduplicationWorkflow",
-        "remove near-duplicates (MinHash + LSH)", add_cluster_args, client_from_args,
-        required=("output_path", "cache_path"), choices={"keep": ("first", "longest")},
-    )  # fmt: skip
-    add_workflow_command(
-        subparsers, "semantic-dedup", SemanticParams,
-        "curator_dask.dedup.semantic:SemanticDeduplicationWorkflow",
-        "remove semantic near-duplicates (embeddings + k-means)", add_cluster_args,
-        client_from_args, required=("output_path", "cache_path"),
-        choices={"keep": ("hard", "easy", "first"), "device": ("auto", "cpu", "cuda")},
-    )  # fmt: skip
+    for params in COMMANDS:
+        command = params.command  # type: ignore[attr-defined]
+        add_workflow_command(
+            subparsers,
+            command.name,
+            params,
+            command.workflow,
+            command.help,
+            add_cluster_args,
+            client_from_args,
+            required=command.required,
+            choices=command.choices,
+        )
 
 
 def _run(
@@ -216,8 +206,10 @@ def _run(
     # said before a cluster starts: a missing package, a wrong column
     paths = [*args.input, *(str(options.get(k, "")) for k in ("output_path", "cache_path"))]
     require_protocols(paths)
-    if workflow.endswith("SemanticDeduplicationWorkflow") and not options.get("embedding_column"):
-        require(("torch", "transformers"), "curator_dask[models]", "semantic-dedup (embeddings)")
+    command = next((p.command for p in COMMANDS if p.command.workflow == workflow), None)  # type: ignore[attr-defined]
+    if command and command.needs and not options.get(command.needs_unless or ""):
+        what = f" ({command.needs_what})" if command.needs_what else ""
+        require(command.needs, command.install, command.name + what)
     # listed without a cluster: a wrong column fails before one starts
     inp = DedupInput.of(cls(input_path=args.input, **options))
     inp.check_columns()
@@ -231,9 +223,9 @@ def _run(
     import dask.config
 
     # exact and fuzzy dedup spend their time in kernels that release the GIL: threads in
-    # this process up to a larger input than a pipeline (curator.dedup.threads-below)
-    below = None if workflow.endswith("SemanticDeduplicationWorkflow") else "curator.dedup"
-    kw = {"threads_below": f"{below}.threads-below"} if below else {}
+    # this process up to a larger input than a pipeline (their Command's threads_below)
+    below = command.threads_below if command else "curator.dedup.threads-below"
+    kw = {"threads_below": below} if below else {}
     # the result goes to stdout once: the table for a person, or --json for a script
     with (
         client_from_args(args, input_bytes=input_bytes, **kw) as client,
