@@ -335,28 +335,29 @@ class DedupInput:
         return self._frame
 
     def fingerprint(self) -> str:
-        """A key of the input: each partition's files with size and mtime/etag, or the frame's
-        dask token. Computed once."""
+        """A key of the input, computed once: the frame's dask token, or each partition's
+        :meth:`~curator_dask.io.base.Reader.fingerprint` (io's one rule of "has this input
+        changed", the one a resumed pipeline follows: paths, range, and each file's size and
+        etag or modification time as listed) with the format and columns."""
         if self._fingerprint is None:
             if self.df is not None:
                 self._fingerprint = tokenize(self.df)
             else:
                 reader = self.reader()
-                rows = []
                 with sizing.workers_of(self.client):
                     specs = reader.partitions()
-                for spec in specs:
-                    for path in spec.paths:
-                        fs, p = get_fs(path, self.storage_options)
-                        info = fs.info(p)
-                        stamp = info.get("mtime") or info.get("ETag") or info.get("LastModified")
-                        rows.append(
-                            (spec.index, path, info.get("size"), str(stamp), spec.start, spec.end)
-                        )
                 self._fingerprint = tokenize(
-                    rows, self.input_format, self.text_column, self.id_column
+                    [(spec.index, reader.fingerprint(spec)) for spec in specs],
+                    self.input_format,
+                    self.text_column,
+                    self.id_column,
                 )
         return self._fingerprint
+
+    def input_locations(self) -> list[str]:
+        """The files and directories read (as a reader gives them: the paths, resolved);
+        none for a frame."""
+        return list(self.paths or [])
 
     def describe(self) -> Any:
         """What to write in a manifest: the paths, or ``"<dask dataframe>"``."""

@@ -35,7 +35,7 @@ from curator_dask.dedup._base import (
     stage,
     write_frame,
 )
-from curator_dask.io.layout import OutputLease, RunLayout, check_apart, lease_timeout
+from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 
@@ -176,14 +176,13 @@ class DedupWorkflow:
         return RunLayout.for_output(output_path).work_dir(self.method)
 
     def _check_apart(self, inp: DedupInput) -> None:
-        """io's one overlap rule: output and cache apart from the input and each other."""
+        """io's one overlap rule, as pipelines have it: the output, the quarantine directory
+        (``curator.io.quarantine-dir``) and the cache apart from the input and each other."""
         cache = getattr(self, "cache_path", None)
-        check_apart(
-            inp.paths or [],
-            {
-                "output": resolve_path(self.output_path),  # type: ignore[attr-defined]
-                "cache directory": resolve_path(cache) if cache else None,
-            },
+        so = getattr(self, "storage_options", None)
+        output = RunLayout.for_output(self.output_path, storage_options=so)  # type: ignore[attr-defined]
+        output.check_not_overlapping(
+            inp.input_locations(), {"cache directory": resolve_path(cache) if cache else None}
         )
 
     @contextlib.contextmanager

@@ -380,13 +380,19 @@ class RunLayout:
                 "with these credentials); create it first: a run never creates buckets"
             )
 
-    def check_not_overlapping(self, inputs: list[str]) -> None:
-        """Raise ``ValueError`` if the output is, contains or lies inside one of ``inputs``.
+    def check_not_overlapping(
+        self, inputs: Sequence[str], others: Mapping[str, str | None] | None = None
+    ) -> None:
+        """Raise ``ValueError`` if the output, the quarantine directory or one of ``others``
+        (a workflow's cache directory: name -> location) is, contains or lies inside one of
+        ``inputs``, or two of them overlap (:func:`check_apart`).
 
-        Called before anything is written or deleted: an overwrite would delete input files,
-        and a reader would read the run's own output.
+        The one overlap check of pipelines and dedup workflows, called before anything is
+        written or deleted: an overwrite would delete input files, and a reader would read
+        the run's own output.
         """
-        check_apart(inputs, {"output": self.root, "quarantine directory": self.quarantine_root})
+        written = {"output": self.root, "quarantine directory": self.quarantine_root}
+        check_apart(inputs, {**written, **(others or {})})
 
     def prune(self, keep: int) -> list[str]:
         """Remove the document files, statistics and quarantine of partitions ``>= keep``.
