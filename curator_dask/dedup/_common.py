@@ -20,22 +20,24 @@ from curator_dask.dedup._base import (
     DedupInput,
     DedupResult,
     Reporter,
-    Staged,
     StepCache,
     active_client,
-    commit,
     copy_quarantine,
-    discard,
-    get_fs,
     join,
     monitor,
+    resolve_path,
+)
+from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
+from curator_dask.io.parquet_dir import (
+    Staged,
+    commit,
+    discard,
+    get_fs,
     read_parquet_dir,
     remove_tree,
-    resolve_path,
     stage,
     write_frame,
 )
-from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 

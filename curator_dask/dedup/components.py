@@ -35,15 +35,17 @@ from curator_dask import config, sizing
 from curator_dask._kernels import share_compiles
 from curator_dask.dedup._base import (
     Reporter,
-    get_fs,
     join,
+)
+from curator_dask.dedup._common import UID_SHIFT, shuffle_method
+from curator_dask.io.parquet_dir import (
+    get_fs,
     parquet_files,
     read_parts,
     remove_tree,
     write_frame,
     write_parquet_atomic,
 )
-from curator_dask.dedup._common import UID_SHIFT, shuffle_method
 
 
 @numba.njit(nogil=True, cache=True)
@@ -197,7 +199,7 @@ def write_routes(
     Returns the number of vertices on an edge."""
     import io
 
-    from curator_dask.dedup._base import write_bytes_atomic
+    from curator_dask.io.parquet_dir import write_bytes_atomic
 
     route, touched, _ = _union_files(files, vertex_counts, columns, storage_options)
     roots, sizes = np.unique(route[touched], return_counts=True)

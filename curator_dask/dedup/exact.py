@@ -18,16 +18,7 @@ from curator_dask import _backend
 from curator_dask._kernels import share_compiles
 from curator_dask.dedup._base import (
     DedupResult,
-    get_fs,
     join,
-    layout,
-    parquet_files,
-    read_parquet_dir,
-    read_parts,
-    release_arrow_memory,
-    remove_tree,
-    write_frame,
-    write_parquet_atomic,
 )
 from curator_dask.dedup._common import (
     DedupWorkflow,
@@ -39,6 +30,17 @@ from curator_dask.dedup._common import (
 )
 from curator_dask.dedup._params import HASH_METHODS, ExactParams, take_input_blocksize
 from curator_dask.dedup.minhash import _fmix64, utf8_buffers
+from curator_dask.io.parquet_dir import (
+    get_fs,
+    layout,
+    parquet_files,
+    read_parquet_dir,
+    read_parts,
+    release_arrow_memory,
+    remove_tree,
+    write_frame,
+    write_parquet_atomic,
+)
 
 _P1 = np.uint64(0x9E3779B185EBCA87)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)

@@ -30,19 +30,7 @@ from curator_dask import _backend, config, sizing
 from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
-    count_rows,
-    get_fs,
     join,
-    layout,
-    parquet_files,
-    read_parquet_dir,
-    read_parts,
-    read_row_groups_by,
-    release_arrow_memory,
-    remove_tree,
-    rows_per_file,
-    write_frame,
-    write_parquet_atomic,
 )
 from curator_dask.dedup._common import (
     UID_SHIFT,
@@ -76,6 +64,20 @@ from curator_dask.dedup.minhash import (
     unique_shingles,
 )
 from curator_dask.dedup.planner import partitions_for, plan_lsh
+from curator_dask.io.parquet_dir import (
+    count_rows,
+    get_fs,
+    layout,
+    parquet_files,
+    read_parquet_dir,
+    read_parts,
+    read_row_groups_by,
+    release_arrow_memory,
+    remove_tree,
+    rows_per_file,
+    write_frame,
+    write_parquet_atomic,
+)
 
 _KEEP = ("first", "longest")
 

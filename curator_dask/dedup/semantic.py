@@ -41,19 +41,21 @@ from curator_dask import _backend, config
 from curator_dask.dedup._base import (
     DedupResult,
     StepCache,
-    get_fs,
     join,
+    resolve_path,
+)
+from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, leased, shuffle_method
+from curator_dask.dedup._params import SemanticParams, take_input_blocksize
+from curator_dask.io.parquet_dir import (
+    get_fs,
     layout,
     parquet_files,
     read_parquet_dir,
     release_arrow_memory,
-    resolve_path,
     rows_per_file,
     write_bytes_atomic,
     write_frame,
 )
-from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, leased, shuffle_method
-from curator_dask.dedup._params import SemanticParams, take_input_blocksize
 
 _KEEP = ("hard", "easy", "first")
 #: k-means stops when the centroids move less than this (sum of squared shifts).

@@ -64,7 +64,8 @@ def test_distributed_kmeans_equals_reference(tmp_path):
         df=dd.from_pandas(pdf, npartitions=4), embedding_column="emb", n_clusters=10, seed=5,
     )  # fmt: skip
     emb_dir = wf.compute_embeddings()
-    from curator_dask.dedup._base import count_rows, join, parquet_files
+    from curator_dask.io.layout import join
+    from curator_dask.io.parquet_dir import count_rows, parquet_files
 
     files = parquet_files(join(emb_dir, "data"), None)
     sizes = [count_rows([f], None) for f in files]
@@ -142,7 +143,7 @@ def test_embeddings_in_another_layout_are_refused_not_misread(tmp_path):
         df=dd.from_pandas(pdf, npartitions=2), embedding_column="emb", n_clusters=2,
     )  # fmt: skip
     emb_dir = wf.compute_embeddings()
-    from curator_dask.dedup._base import parquet_files
+    from curator_dask.io.parquet_dir import parquet_files
 
     files = parquet_files(f"{emb_dir}/data", None)
     back = np.concatenate([np.frombuffer(b, np.float32).reshape(1, -1) for f in files
@@ -213,8 +214,9 @@ def test_cuml_kmeans_on_gpu_workers_equals_reference(tmp_path):
     dask_cuda = pytest.importorskip("dask_cuda")
     from distributed import Client
 
-    from curator_dask.dedup._base import count_rows, join, parquet_files
     from curator_dask.dedup.semantic import kmeans_cuml
+    from curator_dask.io.layout import join
+    from curator_dask.io.parquet_dir import count_rows, parquet_files
 
     v = _vectors(seed=1)
     wf = SemanticDeduplicationWorkflow(
