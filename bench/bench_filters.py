@@ -1,10 +1,13 @@
 """Throughput of the default heuristic filter set, single thread, on one partition.
 
-Usage: ``python bench/bench_filters.py [--input PATH] [--limit N] [--repeat N] [--out FILE]``
+Usage: ``python bench/bench_filters.py [--input PATH | --multilingual N] [--limit N]
+[--repeat N] [--no-vectorised] [--out FILE]``
 
-Reads the shipped sample (or ``--input``, a JSONL file) into one pandas partition and
-times, with the fused kernels and then with the vectorised kernels they replaced (the
-peer, same run, same partition):
+Reads the shipped sample (or ``--input``, a JSONL file; or ``--multilingual N``: N
+documents of 200-1,200 characters made of the example sentences spaCy ships in 60-odd
+languages, as ``bench_minhash.py`` builds them) into one pandas partition and times, with
+the fused kernels and then with the vectorised kernels they replaced (the peer, same run,
+same partition; ``--no-vectorised`` leaves them out):
 
 - *each filter alone*: one filter scoring every document, nothing cached;
 - *all filters, every document*: the 28 filters scoring the whole partition, one after
@@ -153,24 +156,33 @@ def main() -> None:
     ap.add_argument("--input", default=str(SAMPLE))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--limit", type=int, help="only the first N documents of --input")
+    ap.add_argument("--multilingual", type=int, metavar="N", help="N multilingual documents")
+    ap.add_argument("--no-vectorised", action="store_true", help="skip the vectorised peer")
     ap.add_argument("--out", default="bench_filters.json")
     args = ap.parse_args()
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-    part = pd.read_json(args.input, lines=True, nrows=args.limit)[["text"]]
+    if args.multilingual:
+        from bench_minhash import multilingual_docs
+
+        part = pd.DataFrame({"text": multilingual_docs(args.multilingual)})
+        args.input = f"multilingual ({args.multilingual} documents)"
+    else:
+        part = pd.read_json(args.input, lines=True, nrows=args.limit)[["text"]]
+    part["text"] = part["text"].astype(text_kit.STR_DTYPE)
     n, mb = len(part), part["text"].str.len().sum() / 1e6
     heuristic_filters()[0].score(part["text"].head(2))  # compile the kernels first
 
     fused = _run(part, args.repeat, fused=True)
-    vectorised = _run(part, args.repeat, fused=False)
+    vectorised = fused if args.no_vectorised else _run(part, args.repeat, fused=False)
     text_kit._FUSED = True
     assert fused["pipeline_kept"] == vectorised["pipeline_kept"], "kernels disagree"
     peer = _datatrove(part, args.repeat)
 
     print(
-        f"{n} documents, {mb:.1f} M characters, single thread, CPU seconds of this process "
-        f"(best of {args.repeat}); docs/s = documents per CPU-second"
+        f"{args.input}: {n} documents, {mb:.1f} M characters, single thread, CPU seconds "
+        f"of this process (best of {args.repeat}); docs/s = documents per CPU-second"
     )
     print(f"{'filter':36s} {'fused s':>8s} {'docs/s':>9s} {'vector s':>9s} {'speedup':>8s}")
     for name, sec in fused["per_filter_seconds"].items():
@@ -205,6 +217,7 @@ def main() -> None:
             )
         print(f"datatrove's pipeline kept {peer['pipeline_kept']} (its own definitions)")
     result = {
+        "input": args.input,
         "documents": n,
         "characters_millions": mb,
         "cpu_count": os.cpu_count(),

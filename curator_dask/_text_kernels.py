@@ -293,6 +293,34 @@ def _table_size(items):  # type: ignore[no-untyped-def]
 
 
 @nb.njit(cache=True)
+def word_counts(offsets, data, flags):  # type: ignore[no-untyped-def]
+    """Words of every document (``document_stats``' ``words``), in one cheap pass."""
+    n = len(offsets) - 1
+    out = np.zeros(n, np.int64)
+    for d in range(n):
+        i = offsets[d]
+        e = offsets[d + 1]
+        words = 0
+        in_word = False
+        while i < e:
+            b = data[i]
+            if b < 0x80:
+                space = flags[b] & WS
+                i += 1
+            else:
+                cp, k = _decode(data, i)
+                space = flags[cp] & WS
+                i += k
+            if space:
+                in_word = False
+            elif not in_word:
+                in_word = True
+                words += 1
+        out[d] = words
+    return out
+
+
+@nb.njit(cache=True)
 def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
     """Character, word, line and paragraph counts of every document (see DOC_COLUMNS)."""
     n = len(offsets) - 1

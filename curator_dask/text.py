@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -215,6 +216,19 @@ def nchars(text: Any) -> Any:
 
 def ratio(num: Any, den: Any) -> Any:
     """``num / den`` as float64, and 0 where ``den`` is 0."""
+    if (
+        isinstance(num, pd.Series)
+        and isinstance(den, pd.Series)
+        and isinstance(num.dtype, np.dtype)
+        and isinstance(den.dtype, np.dtype)
+        and num.dtype.kind in "iuf"
+        and den.dtype.kind in "iuf"
+        and num.index.equals(den.index)
+    ):
+        n = num.to_numpy(dtype="float64")
+        d = den.to_numpy(dtype="float64")
+        out = np.divide(n, d, out=np.zeros(len(n)), where=d > 0)
+        return pd.Series(out, index=num.index, copy=False)
     out = num.astype("float64") / den.clip(lower=1).astype("float64")
     return out.where(den > 0, 0.0)
 
@@ -445,21 +459,122 @@ def _chunk_series(t: Any) -> list[Any]:
 
 
 class _Cache(threading.local):
+    """One thread's measures: those of its current *base* text and of texts derived from it.
+
+    The base is the last text measured that was not found in the cache (a partition as a
+    reader made it). A text derived from it by :func:`filter_rows` is known by identity
+    (its Arrow array, held by a weak reference) and maps to base rows without reading its
+    bytes; any other text is looked up by two 64-bit hashes of each document's bytes.
+    Each key holds its measures for the base rows they were last computed for.
+    """
+
     def __init__(self) -> None:
-        self.entries: dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]] = {}
+        self.h1: np.ndarray | None = None  # the base's document hashes
+        self.h2: np.ndarray | None = None
+        self.lookup: tuple[np.ndarray, np.ndarray] | None = None  # sorted h1, base row
+        self.derived: dict[int, tuple[Any, np.ndarray]] = {}  # id -> (weakref, base rows)
+        self.entries: dict[Any, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+
+    def clear(self) -> None:
+        self.h1 = self.h2 = self.lookup = None
+        self.derived.clear()
+        self.entries.clear()
 
 
 _CACHE = _Cache()
+#: Texts remembered by identity per thread (a pipeline's chain needs one or two).
+_DERIVED_MAX = 8
+
+
+def _arrow_identity(text: Any) -> pa.ChunkedArray | None:
+    """The Arrow array a pandas Series holds (the same object for as long as it lives)."""
+    arr = getattr(getattr(text, "array", None), "_pa_array", None)
+    return arr if isinstance(arr, pa.ChunkedArray) else None
+
+
+def _remember(arr: pa.ChunkedArray | None, rows: np.ndarray) -> None:
+    if arr is None:
+        return
+    derived = _CACHE.derived
+    for k in [k for k, (ref, _) in derived.items() if ref() is None]:
+        del derived[k]
+    while len(derived) >= _DERIVED_MAX:
+        del derived[next(iter(derived))]
+    derived[id(arr)] = (weakref.ref(arr), rows)
+
+
+def _known_rows(arr: pa.ChunkedArray | None) -> np.ndarray | None:
+    """Base rows of a text known by identity, else None."""
+    if arr is None:
+        return None
+    hit = _CACHE.derived.get(id(arr))
+    if hit is None or hit[0]() is not arr:
+        return None
+    return hit[1]
+
+
+def note_rows(before: Any, after: Any, rows: np.ndarray) -> None:
+    """Record that string column ``after`` holds rows ``rows`` of ``before`` (unchanged).
+
+    Called by :func:`filter_rows`, so that a filter that sees the survivors of an earlier
+    one finds their measures without hashing them again.
+    """
+    known = _known_rows(_arrow_identity(before))
+    if known is not None:
+        _remember(_arrow_identity(after), known[rows])
+
+
+def _base_rows(text: Any, t: Any) -> np.ndarray:
+    """Rows of the base holding ``text``'s documents; ``text`` becomes the base if needed."""
+    pieces = _chunk_series(t)
+    hashes = [K.doc_hashes(*utf8_buffers(p)) for p in pieces]
+    h1 = np.concatenate([h[0] for h in hashes])
+    h2 = np.concatenate([h[1] for h in hashes])
+    c = _CACHE
+    if c.h1 is not None and c.h2 is not None:
+        if c.lookup is None:
+            uniq, first = np.unique(c.h1, return_index=True)
+            c.lookup = (uniq, first)
+        keys, first = c.lookup
+        if len(keys):
+            pos = np.searchsorted(keys, h1)
+            pos[pos == len(keys)] = 0
+            rows = first[pos]
+            if np.array_equal(keys[pos], h1) and np.array_equal(c.h2[rows], h2):
+                return rows
+    c.clear()
+    c.h1, c.h2 = h1, h2
+    return np.arange(len(h1))
+
+
+def _frame(values: np.ndarray, columns: list[str], index: Any) -> pd.DataFrame:
+    return pd.DataFrame(values, columns=columns, index=index, copy=False)
+
+
+def _lookup(key: Any, rows: np.ndarray) -> tuple[np.ndarray, list[str]] | None:
+    entry = _CACHE.entries.get(key)
+    if entry is None:
+        return None
+    have, values, columns = entry
+    if not len(have):
+        return (values[:0], columns) if not len(rows) else None
+    pos = np.searchsorted(have, rows)
+    pos[pos == len(have)] = 0
+    if not np.array_equal(have[pos], rows):
+        return None
+    return values[pos], columns
 
 
 def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
     """Per-document measures of ``text``, computed once per partition and reused.
 
-    The measures are a pure function of each document's bytes, so they are looked up by
-    content: two independent 64-bit hashes of every document. A filter that sees the
-    survivors of an earlier filter finds them in the measures that filter computed; any
-    document not found sends the whole call to ``compute``. One entry per ``key`` and
-    thread is kept (a dask worker's threads work on different partitions).
+    The measures are a pure function of each document's bytes. A filter that sees the
+    survivors of an earlier filter finds them in the measures computed before; a text
+    :func:`filter_rows` made is known by identity (no bytes read), any other text is
+    looked up by two 64-bit hashes of every document. Measures missing for any document
+    are computed for the documents of ``text`` only (so a measure first needed late in a
+    pipeline is computed for the survivors alone). One set per ``key`` and thread is kept
+    (a dask worker's threads work on different partitions).
 
     Parameters
     ----------
@@ -468,45 +583,53 @@ def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame])
     key : hashable
         Names the measures and every parameter they depend on.
     compute : callable
-        ``compute(t) -> DataFrame``, one row per document of ``t`` (``text`` after
-        :func:`as_text`, one Arrow chunk of it at a time); :func:`utf8_buffers` gives a
-        kernel its bytes.
+        ``compute(t) -> DataFrame`` of one dtype, one row per document of ``t`` (``text``
+        after :func:`as_text`, one Arrow chunk of it at a time); :func:`utf8_buffers`
+        gives a kernel its bytes.
 
     Returns
     -------
     DataFrame
         One row per document of ``text``, with ``text``'s index.
     """
-    t = as_text(text)
+    arr = _arrow_identity(text)
+    rows = _known_rows(arr)
+    t = None
+    if rows is None:
+        t = as_text(text)
+        rows = _base_rows(text, t)
+        _remember(arr, rows)
+    hit = _lookup(key, rows)
+    if hit is not None:
+        return _frame(hit[0], hit[1], text.index)
+    if t is None:
+        t = as_text(text)
     # Chunk by chunk: a reader's column holds many Arrow chunks, and joining them would
     # copy the partition's text on every call.
     pieces = _chunk_series(t)
-    hashes = [K.doc_hashes(*utf8_buffers(p)) for p in pieces]
-    h1 = np.concatenate([h[0] for h in hashes])
-    h2 = np.concatenate([h[1] for h in hashes])
-    entry = _CACHE.entries.get(key)
-    if entry is not None:
-        keys1, keys2, rows, values = entry
-        pos = np.searchsorted(keys1, h1)
-        pos[pos == len(keys1)] = 0
-        if len(keys1) and np.array_equal(keys1[pos], h1) and np.array_equal(keys2[pos], h2):
-            out = values.iloc[rows[pos]]
-            out.index = text.index
-            return out
     if len(pieces) == 1:
-        values = compute(t).reset_index(drop=True)
+        frame = compute(t)
     else:
-        values = pd.concat([compute(p) for p in pieces], ignore_index=True)
-    uniq, rows = np.unique(h1, return_index=True)
-    _CACHE.entries[key] = (uniq, h2[rows], rows, values)
-    out = values.copy()
-    out.index = text.index
-    return out
+        frame = pd.concat([compute(p) for p in pieces], ignore_index=True)
+    values = frame.to_numpy()
+    columns = list(frame.columns)
+    order = np.argsort(rows, kind="stable")
+    _CACHE.entries[key] = (rows[order], values[order], columns)
+    return _frame(values, columns, text.index)
+
+
+def cached_rows(text: Any, key: Any) -> pd.DataFrame | None:
+    """The measures under ``key`` of every document of ``text`` if all are cached, else None."""
+    rows = _known_rows(_arrow_identity(text))
+    if rows is None:
+        return None
+    hit = _lookup(key, rows)
+    return None if hit is None else _frame(hit[0], hit[1], text.index)
 
 
 def clear_measures() -> None:
     """Forget this thread's cached measures."""
-    _CACHE.entries.clear()
+    _CACHE.clear()
 
 
 def document_measures(text: Any) -> pd.DataFrame:
@@ -532,6 +655,30 @@ def document_measures(text: Any) -> pd.DataFrame:
         return pd.DataFrame(stats, columns=list(K.DOC_COLUMNS))
 
     return cached_measures(text, "document", compute)
+
+
+def word_counts(text: Any) -> pd.Series:
+    """Words per document (int64): the ``words`` of :func:`document_measures`, cheaply.
+
+    The first rule of a pipeline (:class:`~curator_dask.filters.WordCountFilter`) needs
+    only this; the full measures are then computed for the documents it keeps. Taken
+    from :func:`document_measures` when those are cached for every document.
+
+    Examples
+    --------
+    >>> word_counts(pd.Series(["a b\\n\\na b", " x "])).tolist()
+    [4, 1]
+    """
+    known = cached_rows(text, "document")
+    if known is not None:
+        return known["words"]
+    flags = _tables()["flags"]
+
+    def compute(t: Any) -> pd.DataFrame:
+        offsets, data, _ = utf8_buffers(t)
+        return pd.DataFrame({"words": K.word_counts(offsets, data, flags)})
+
+    return cached_measures(text, "words", compute)["words"]
 
 
 #: N-gram sizes :func:`ngram_measures` computes at least (Gopher's 2 .. 10).
@@ -681,6 +828,7 @@ def filter_rows(part: Any, keep: Any) -> Any:
         if column in strings:
             values = _gather_column(part[column], rows, out.index)
             out.insert(position, column, values.array)
+            note_rows(part[column], out[column], rows)
     return out
 
 

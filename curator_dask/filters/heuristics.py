@@ -149,7 +149,7 @@ class WordCountFilter(Filter):
             t = S.as_text(text)
             return S.restore_index(S.count(t, _CJK_WORD), text.index)
         if S.fused(text):
-            return S.document_measures(text)["words"]
+            return S.word_counts(text)
         t = S.as_text(text)
         return S.restore_index(S.count(t, S.WORD), text.index)
 
@@ -854,18 +854,23 @@ def heuristic_filters(text_column: str = "text", score_only: bool = False) -> li
     Returns
     -------
     list of Filter
-        Cheapest and most selective first: word count, boilerplate, character ratios,
-        word lengths, repetition, line-level rules, n-gram repetition.
+        Cheapest and most selective first: word count and common English words (each a
+        cheap pass of its own, and together they drop most text that is not English
+        prose), boilerplate, character ratios, word lengths, repetition, line-level
+        rules, n-gram repetition. A pipeline computes each measure only for the documents
+        the filters before it kept, so the order changes the cost and which filter a
+        removal is counted against, never the documents kept.
 
     Examples
     --------
     >>> [f.stage_name for f in heuristic_filters()][:3]
-    ['WordCountFilter', 'BoilerPlateStringFilter', 'NonAlphaNumericFilter']
+    ['WordCountFilter', 'CommonEnglishWordsFilter', 'BoilerPlateStringFilter']
     >>> heuristic_filters(score_only=True)[0].score_output_column
     'WordCountFilter_score'
     """
     filters: list[Filter] = [
         WordCountFilter(),
+        CommonEnglishWordsFilter(),
         BoilerPlateStringFilter(),
         NonAlphaNumericFilter(),
         SymbolsToWordsFilter(),
@@ -881,7 +886,6 @@ def heuristic_filters(text_column: str = "text", score_only: bool = False) -> li
         RepeatedParagraphsByCharFilter(),
         PunctuationFilter(),
         EllipsisFilter(),
-        CommonEnglishWordsFilter(),
         WordsWithoutAlphabetsFilter(),
         BulletsFilter(),
         *(RepeatingTopNGramsFilter(n=n) for n in sorted(TOP_NGRAM_MAX_RATIO)),
