@@ -16,7 +16,6 @@ import html
 import json
 import logging
 import os
-import posixpath
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -30,7 +29,6 @@ from dask.callbacks import Callback
 from curator_dask import config, sizing
 from curator_dask.errors import check_columns
 from curator_dask.io import formats
-from curator_dask.io.layout import RunLayout
 from curator_dask.io.layout import join as join  # io's path rules, for the workflows
 from curator_dask.io.layout import resolve_path as resolve_path
 from curator_dask.io.parquet_dir import get_fs, remove_tree, write_bytes_atomic
@@ -427,33 +425,3 @@ class DedupResult:
             for k, v in self._rows()
         )
         return f"<b>DedupResult ({html.escape(self.method)})</b><table>{cells}</table>"
-
-
-def count_quarantine(path: str | None, storage_options: dict[str, Any] | None) -> int:
-    """Records in the quarantine files under ``path`` (0 if none)."""
-    if path is None:
-        return 0
-    from curator_dask.io import read_quarantine
-
-    return len(read_quarantine(path, storage_options))
-
-
-def copy_quarantine(
-    source: str | None, output_path: str, storage_options: dict[str, Any] | None
-) -> tuple[str | None, int]:
-    """Copy the quarantine files of ``source`` to ``<output_path>/_quarantine/``.
-
-    Returns that directory (None when nothing was quarantined) and the number of records.
-    """
-    dest = RunLayout.for_output(output_path, storage_options=storage_options).quarantine_dir
-    fs, d = get_fs(dest, storage_options)
-    for stale in fs.glob(join(d, "part-*.jsonl")) if fs.isdir(d) else []:
-        fs.rm(stale)  # an earlier run's quarantine files (only those names)
-    n = count_quarantine(source, storage_options)
-    if not n or source is None:
-        return None, 0
-    fs, s = get_fs(source, storage_options)
-    for name in sorted(fs.glob(join(s, "part-*.jsonl"))):
-        data = fs.cat_file(name)
-        write_bytes_atomic(data, join(dest, posixpath.basename(name)), storage_options)
-    return dest, n

@@ -22,7 +22,6 @@ from curator_dask.dedup._base import (
     Reporter,
     StepCache,
     active_client,
-    copy_quarantine,
     join,
     monitor,
     resolve_path,
@@ -269,7 +268,8 @@ class DedupWorkflow:
                 paths[name], _ = commit(s, so)
             n_removed = staged["removed_ids"].rows
             n_groups = int(allm["group"].nunique().compute()) if n_removed else 0
-            qdir, n_quarantined = copy_quarantine(run.input.quarantine_path, run.output_path, so)
+            out = RunLayout.for_output(run.output_path, storage_options=so)
+            qdir, n_quarantined = out.copy_quarantine(run.input.quarantine_path)
             if qdir is not None:
                 paths["quarantine"] = qdir
         seconds = {k: round(v, 3) for k, v in r.seconds.items()}

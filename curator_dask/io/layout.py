@@ -32,6 +32,7 @@ import io
 import json
 import logging
 import os
+import posixpath
 import re
 import socket
 import threading
@@ -46,7 +47,7 @@ from fsspec.core import split_protocol
 from curator_dask import config
 from curator_dask.errors import OutputInUseError
 from curator_dask.io._files import META_SUFFIX, get_fs, is_object_store, part_name, write_bytes
-from curator_dask.io.quarantine import empty_quarantine, write_quarantine_file
+from curator_dask.io.quarantine import empty_quarantine, read_quarantine, write_quarantine_file
 
 logger = logging.getLogger("curator_dask.io")
 
@@ -433,6 +434,25 @@ class RunLayout:
         if frame is None:
             frame = empty_quarantine()
         return write_quarantine_file(frame, self.quarantine_dir, index, self.storage_options)
+
+    def copy_quarantine(self, source: str | None) -> tuple[str | None, int]:
+        """Put the quarantine files of directory ``source`` (written by a reader's
+        ``to_dask()`` under a workflow's cache) in this run's :attr:`quarantine_dir`.
+
+        An earlier run's quarantine files there are removed first (only ``part-*.jsonl``).
+        Returns the directory (None when nothing was quarantined) and the number of records.
+        """
+        dest = self.quarantine_dir
+        fs, d = self.fs(dest)
+        for stale in fs.glob(join(d, "part-*.jsonl")) if fs.isdir(d) else []:
+            fs.rm(stale)
+        n = 0 if source is None else len(read_quarantine(source, self.storage_options))
+        if not n or source is None:
+            return None, 0
+        fs, s = get_fs(source, self.storage_options)
+        for name in sorted(fs.glob(join(s, "part-*.jsonl"))):
+            self.write_bytes(join(dest, posixpath.basename(name)), fs.cat_file(name))
+        return dest, n
 
 
 def write_quarantine(
