@@ -92,7 +92,7 @@ def _commands(data: str, work: str, mode: str) -> dict[str, tuple[list[str], lis
         "semantic-dedup": (
             [*cli, "semantic-dedup", data, "--cache-dir", os.path.join(out, "sem-cache"),
              "--output", os.path.join(out, "semantic"), *flags,
-             *(["--device", "cuda"] if mode == "gpu" else ["--device", "cpu"])],
+             *(["--device", "cuda", "--no-autocast"] if mode == "gpu" else ["--device", "cpu"])],
             [os.path.join(out, "semantic", "removed_ids")],
         ),
     }  # fmt: skip

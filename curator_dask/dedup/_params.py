@@ -287,6 +287,10 @@ class SemanticParams:
         ``curator.io.blocksize``.
     device : str
         Where the embedding model runs (``"auto"``, ``"cpu"``, ``"cuda"``).
+    autocast : bool
+        On a GPU, embed in half precision (``torch.autocast``): faster, and the removed set
+        may differ from a CPU run's at the margin of ``eps``. Off: single precision, as on
+        a CPU. Never used on a CPU.
     client : distributed.Client, optional
         Run on this client; otherwise on the active dask scheduler.
     perform_removal : bool
@@ -315,6 +319,7 @@ class SemanticParams:
     kmeans_max_iter: int = 100
     blocksize: int | str | None = None
     device: str = "auto"
+    autocast: bool = True
     client: Any = field(default=None, repr=False)
     perform_removal: bool = False
     input_format: str | None = None

@@ -125,6 +125,7 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
             max_chars=self.max_chars,
             max_tokens=self.max_tokens,
             device=self.device,
+            autocast=self.autocast,
         )
 
     def step_dirs(self) -> dict[str, str]:
@@ -134,6 +135,8 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
             model_key: Any = ("column", self.embedding_column)
         else:
             model_key = _model_fingerprint(self._embedding_stage().resolved_model_dir)
+            if not self.autocast:  # other vectors on a GPU; the default keeps its old key
+                model_key = (model_key, "no-autocast")
         emb = tokenize(
             "embeddings", CACHE_LAYOUT, run.input.fingerprint(), str(self.blocksize),
             self.text_column, self.id_column, model_key, self.max_chars, self.max_tokens,

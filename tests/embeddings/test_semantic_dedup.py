@@ -251,3 +251,28 @@ def test_embedding_keeps_every_worker_busy_and_counts_its_partitions(tmp_path, f
     assert re.search(rf"embeddings: 8/8 partitions, {len(frame)} docs \([\d.,]+ docs/s\)", err)
     four = run(tmp_path / "b", dd.from_pandas(frame, npartitions=4), n_clusters=2, keep="first")
     assert removed_map(result) == removed_map(four[1])
+
+
+def test_full_precision_switch_reaches_the_model_and_the_cache_key(tmp_path, frame):
+    """``--no-autocast`` (``autocast=False``): the embedding stage runs in single precision on
+    a GPU, and its embeddings get their own cache entry; the default keeps its old key."""
+    from curator_dask.cli import build_parser
+
+    common = {
+        "df": dd.from_pandas(frame, npartitions=1),
+        "cache_path": str(tmp_path / "cache"),
+        "output_path": str(tmp_path / "out"),
+    }
+    on = SemanticDeduplicationWorkflow(**common)
+    off = SemanticDeduplicationWorkflow(**common, autocast=False)
+    assert on._embedding_stage().autocast is True
+    assert off._embedding_stage().autocast is False
+    assert on.step_dirs()["embeddings"] != off.step_dirs()["embeddings"]
+    assert (
+        on.step_dirs()["embeddings"]
+        == SemanticDeduplicationWorkflow(**common).step_dirs()["embeddings"]
+    )
+    args = build_parser().parse_args(
+        ["semantic-dedup", "in.jsonl", "--cache-dir", "c", "--output", "o", "--no-autocast"]
+    )
+    assert args.autocast is False
