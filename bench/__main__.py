@@ -34,6 +34,7 @@ BENCHMARKS = {
     ),
     "cli": ("bench_cli.py", [], True),
     "fuzzy_cost": ("bench_fuzzy_cost.py", [], False),
+    "memory_pipeline": ("bench_memory_pipeline.py", [], False),
     "dedup_memory": ("bench_dedup_memory.py", [], False),
     "dedup_scale": ("bench_dedup_scale.py", [], False),
     "models": ("bench_models.py", [], False),

@@ -80,13 +80,13 @@ def blocksize_for_memory(
     Examples
     --------
     >>> blocksize_for_memory(8 * 2**30, threads_per_worker=2, peak_per_partition_byte=6)
-    256000000
-    >>> blocksize_for_memory(4 * 2**30, threads_per_worker=4, peak_per_partition_byte=6) // 2**20
-    64
+    64000000
+    >>> blocksize_for_memory(2 * 2**30, threads_per_worker=4, peak_per_partition_byte=6) // 2**20
+    32
     """
     from dask.utils import parse_bytes
 
-    ceiling = int(parse_bytes(_get("io.blocksize", "256MB")))
+    ceiling = int(parse_bytes(_get("io.blocksize", "64MB")))
     if not memory_limit:
         return ceiling
     if threads_per_worker < 1:
@@ -159,9 +159,9 @@ def planned_workers(
 
     Examples
     --------
-    >>> with planned_workers(2 * 2**30, 1):
+    >>> with planned_workers(2**30, 1):
     ...     default_blocksize() // 2**20
-    128
+    32
     """
     n = None if n_workers is None else max(1, int(n_workers))
     token = _PLANNED.set((memory_limit, max(1, int(threads_per_worker)), n))
@@ -212,7 +212,7 @@ def default_blocksize(
     """
     from dask.utils import parse_bytes
 
-    ceiling = int(parse_bytes(_get("io.blocksize", "256MB")))
+    ceiling = int(parse_bytes(_get("io.blocksize", "64MB")))
     planned = _PLANNED.get() if client is None else None
     if planned is not None:
         limit, threads, n_workers = planned

@@ -28,10 +28,14 @@ def test_blocksize_keeps_all_threads_under_the_fraction(limit, threads, peak, wa
 
 
 def test_blocksize_is_capped_by_the_configured_default_and_reads_config():
-    assert blocksize_for_memory(None) == 256_000_000
-    assert blocksize_for_memory(2**40, 1) == 256_000_000
+    assert blocksize_for_memory(None) == 64_000_000
+    assert blocksize_for_memory(2**40, 1) == 64_000_000
     with dask.config.set(
-        {"curator.io.peak-per-partition-byte": 3, "curator.io.memory-fraction": 0.3}
+        {
+            "curator.io.peak-per-partition-byte": 3,
+            "curator.io.memory-fraction": 0.3,
+            "curator.io.blocksize": "256MB",
+        }
     ):
         assert blocksize_for_memory(2**30, 1) == 64 * MiB  # 1 GiB * 0.3 / 3 = 102 MiB
 
@@ -52,7 +56,7 @@ def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
     from curator_dask.io import JsonlReader, ParquetReader
 
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
-    ceiling = 256_000_000
+    ceiling = 64_000_000
     assert JsonlReader(str(tmp_path)).partition_bytes == ceiling  # no client
     limit = 2 * 2**30
     with (
@@ -65,7 +69,9 @@ def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
         want = blocksize_for_memory(
             0.6 * limit - BASE_WORKER_BYTES, 2, peak_per_partition_byte=4, memory_fraction=1
         )
-        assert want == 64 * MiB  # (0.6 x 2 GiB - 480 MiB) / (2 threads x 4) = 94 MiB
+        # (0.6 x 2 GiB - 480 MiB) / (2 threads x 4) = 94 MiB -> 64 MiB, capped at the
+        # default ceiling of 64 MB
+        assert want == ceiling
         # the whole worker, idle memory included, under 60% of its limit
         assert BASE_WORKER_BYTES + 2 * 4 * want <= 0.6 * limit
         reader = JsonlReader(str(tmp_path))

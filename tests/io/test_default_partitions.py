@@ -85,3 +85,14 @@ def test_a_dedup_workflow_splits_for_its_clients_workers(ten_files: Path) -> Non
         )
         frame = DedupInput.of(workflow).frame()
         assert frame.npartitions >= 4
+
+
+def test_a_1_gb_input_gets_partitions_the_size_of_a_250_mb_one() -> None:
+    # On the 2-worker 24 GB box, 1 GB used to be read as 256 MB partitions against 62 MB for
+    # 250 MB: the busy workers' peak follows the partition, so the larger input peaked at
+    # 1.57x the tree memory (bench/bench_memory_pipeline.py). The ceiling keeps them alike.
+    with sizing.planned_workers(12 * GiB, 1, 2):
+        small = sizing.default_blocksize(input_bytes=250e6)
+        large = sizing.default_blocksize(input_bytes=1e9)
+    assert small <= large <= 64e6
+    assert large / small <= 1.1
