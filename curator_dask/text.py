@@ -822,13 +822,20 @@ def filter_rows(part: Any, keep: Any) -> Any:
     if not strings:
         return part[keep]
     rows = np.flatnonzero(mask)
-    others = [i for i, c in enumerate(part.columns) if c not in strings]
-    out = part.iloc[rows, others]
-    for position, column in enumerate(part.columns):
+    index = part.index[rows]
+    columns = {}
+    for column in part.columns:
+        values = part[column]
         if column in strings:
-            values = _gather_column(part[column], rows, out.index)
-            out.insert(position, column, values.array)
-            note_rows(part[column], out[column], rows)
+            columns[column] = _gather_column(values, rows, index).array
+        else:
+            columns[column] = values.array.take(rows)
+    # One frame from the columns (inserting them one by one into a frame cost more than
+    # the copy of the text).
+    out = pd.DataFrame(columns, index=index, copy=False)
+    out.attrs = dict(part.attrs)
+    for column in strings:
+        note_rows(part[column], out[column], rows)
     return out
 
 
