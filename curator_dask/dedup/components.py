@@ -41,6 +41,7 @@ from curator_dask.dedup._common import UID_SHIFT, shuffle_method
 from curator_dask.io.parquet_dir import (
     get_fs,
     parquet_files,
+    read_parquet_dir,
     read_parts,
     remove_tree,
     write_frame,
@@ -340,8 +341,8 @@ def components_distributed(
             lambda p: p.drop_duplicates(), meta=_EDGE_META
         )
         out = join(work_dir, f"round-{rnd:03d}")
-        ss.to_parquet(out, write_index=False, overwrite=True, storage_options=storage_options)
-        cur = dd.read_parquet(out, storage_options=storage_options)
+        write_frame(ss, out, None, f"components round {rnd}", storage_options)
+        cur = read_parquet_dir(out, storage_options, _EDGE_META)
         sums = cur.map_partitions(_checksum, meta=pd.DataFrame({"n": [0], "s": [0]})).compute()
         state = (int(sums["n"].sum()), int(np.bitwise_xor.reduce(sums["s"].to_numpy())))
         if rnd:
