@@ -43,7 +43,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curator_dask import _text_kernels as K
+from curator_dask import _text_kernels
 from curator_dask._backend import array_module, frame_module
 
 #: The characters for which Python's ``str.isspace()`` is True, as a regex class body.
@@ -395,20 +395,20 @@ def _tables() -> dict[str, np.ndarray]:
             return _TABLES
         arr = _every_code_point()
         cps = _TABLES["cps"]
-        flags = np.zeros(K.NUM_FLAGS_CP, np.uint8)
+        flags = np.zeros(_text_kernels.NUM_FLAGS_CP, np.uint8)
 
         def mark(bit: int, pattern: str) -> None:
             hit = pc.match_substring_regex(arr, f"^{pattern}$").to_numpy(zero_copy_only=False)
             flags[cps[hit]] |= bit
 
-        mark(K.LETTER, _CLASSES["letter"])
-        mark(K.ALNUM, _CLASSES["alnum"])
-        mark(K.DIGIT, _CLASSES["digit"])
+        mark(_text_kernels.LETTER, _CLASSES["letter"])
+        mark(_text_kernels.ALNUM, _CLASSES["alnum"])
+        mark(_text_kernels.DIGIT, _CLASSES["digit"])
         for chars, bit in (
-            (WHITESPACE_CHARS, K.WS),
-            (END_MARKS, K.ENDMARK),
-            (BULLET_CHARS, K.BULLET),
-            ("()[]", K.PAREN),
+            (WHITESPACE_CHARS, _text_kernels.WS),
+            (END_MARKS, _text_kernels.ENDMARK),
+            (BULLET_CHARS, _text_kernels.BULLET),
+            ("()[]", _text_kernels.PAREN),
         ):
             flags[[ord(c) for c in chars]] |= bit
         # What utf8_lower maps each code point to, when that is one printable ASCII byte.
@@ -417,7 +417,7 @@ def _tables() -> dict[str, np.ndarray]:
         low_off = np.asarray(lowered.buffers()[1]).view(np.int32)[: len(cps)]
         low_data = np.frombuffer(lowered.buffers()[2], np.uint8)
         first = low_data[low_off]
-        ascii_lower = np.zeros(K.NUM_FLAGS_CP, np.uint8)
+        ascii_lower = np.zeros(_text_kernels.NUM_FLAGS_CP, np.uint8)
         ok = (low_len == 1) & (first > 0x20) & (first < 0x7F)
         ascii_lower[cps[ok]] = first[ok]
         ascii_lower[[ord(c) for c in WHITESPACE_CHARS]] = 255
@@ -527,7 +527,7 @@ def note_rows(before: Any, after: Any, rows: np.ndarray) -> None:
 def _base_rows(text: Any, t: Any) -> np.ndarray:
     """Rows of the base holding ``text``'s documents; ``text`` becomes the base if needed."""
     pieces = _chunk_series(t)
-    hashes = [K.doc_hashes(*utf8_buffers(p)) for p in pieces]
+    hashes = [_text_kernels.doc_hashes(*utf8_buffers(p)) for p in pieces]
     h1 = np.concatenate([h[0] for h in hashes])
     h2 = np.concatenate([h[1] for h in hashes])
     c = _CACHE
@@ -651,8 +651,8 @@ def document_measures(text: Any) -> pd.DataFrame:
     flags = _tables()["flags"]
 
     def compute(t: Any) -> pd.DataFrame:
-        stats = K.document_stats(*utf8_buffers(t), flags)
-        return pd.DataFrame(stats, columns=list(K.DOC_COLUMNS))
+        stats = _text_kernels.document_stats(*utf8_buffers(t), flags)
+        return pd.DataFrame(stats, columns=list(_text_kernels.DOC_COLUMNS))
 
     return cached_measures(text, "document", compute)
 
@@ -676,7 +676,7 @@ def word_counts(text: Any) -> pd.Series:
 
     def compute(t: Any) -> pd.DataFrame:
         offsets, data, _ = utf8_buffers(t)
-        return pd.DataFrame({"words": K.word_counts(offsets, data, flags)})
+        return pd.DataFrame({"words": _text_kernels.word_counts(offsets, data, flags)})
 
     return cached_measures(text, "words", compute)["words"]
 
@@ -706,7 +706,9 @@ def ngram_measures(text: Any, max_n: int = NGRAM_MAX_N) -> pd.DataFrame:
         columns += [f"top_{n}", f"duplicate_{n}"]
 
     def compute(t: Any) -> pd.DataFrame:
-        return pd.DataFrame(K.ngram_stats(*utf8_buffers(t), flags, levels), columns=columns)
+        return pd.DataFrame(
+            _text_kernels.ngram_stats(*utf8_buffers(t), flags, levels), columns=columns
+        )
 
     return cached_measures(text, ("ngram", levels), compute)
 
@@ -748,7 +750,7 @@ def word_list_counts(text: Any, words: Iterable[str], strip_chars: str) -> pd.Se
     strip_key = ("strip", strip_chars)
     if strip_key not in tables:
         hit = pc.is_in(lowered, pa.array(list(strip_chars))).to_numpy(zero_copy_only=False)
-        strip = np.zeros(K.NUM_FLAGS_CP, np.bool_)
+        strip = np.zeros(_text_kernels.NUM_FLAGS_CP, np.bool_)
         strip[cps[hit]] = True
         tables[strip_key] = strip  # type: ignore[index]
     strip = tables[strip_key]  # type: ignore[index]
@@ -756,7 +758,7 @@ def word_list_counts(text: Any, words: Iterable[str], strip_chars: str) -> pd.Se
     lower = tables["ascii_lower"]
 
     def compute(t: Any) -> pd.DataFrame:
-        counts = K.word_list_counts(*utf8_buffers(t)[:2], strip, lower, k1s, k2s)
+        counts = _text_kernels.word_list_counts(*utf8_buffers(t)[:2], strip, lower, k1s, k2s)
         return pd.DataFrame({"count": counts})
 
     key = ("words", tuple(sorted(words)), strip_chars)
@@ -770,7 +772,7 @@ def _gather_chunk(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     offsets = np.frombuffer(arr.buffers()[1], width)[arr.offset : arr.offset + len(arr) + 1]
     data_buf = arr.buffers()[2]
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    new_offsets, new_data = K.gather_strings(offsets, data, rows)
+    new_offsets, new_data = _text_kernels.gather_strings(offsets, data, rows)
     bitmap, nulls = None, 0
     if arr.null_count:
         valid = arr.is_valid().to_numpy(zero_copy_only=False)[rows]

@@ -19,7 +19,7 @@ from _libcudf_regex import libcudf_regex_problems
 from filters.reference import EDGE_TEXTS
 
 import curator_dask
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.filters import (
     C4BadWordsFilter,
     HistogramFilter,
@@ -87,21 +87,21 @@ def _texts():
 
 
 def test_every_pattern_sent_to_cudf_is_libcudf_syntax(monkeypatch, tmp_path):
-    monkeypatch.setattr(S, "_FAST_PANDAS", False)
+    monkeypatch.setattr(textkit, "_FAST_PANDAS", False)
     with cudf_on_pandas() as rec:
         import cudf
 
-        texts = pd.Series(_texts()).astype(S.STR_DTYPE)
+        texts = pd.Series(_texts()).astype(textkit.STR_DTYPE)
         columns = {"text": texts, "src": texts, "tgt": texts[::-1], "url": texts}
         part = cudf.from_pandas(pd.DataFrame(columns))
-        assert S.is_cudf(part["text"])
+        assert textkit.is_cudf(part["text"])
         ran = 0
         for _name, stage in _stages(tmp_path):
             if hasattr(stage, "process"):
                 out = stage.process(part)
             else:  # NeMo-style DocumentFilter
                 out = stage.score_document(part["text"])
-            assert S.is_cudf(out)
+            assert textkit.is_cudf(out)
             ran += 1
     assert ran >= 40
     assert len({p for _, p in rec.patterns}) >= 30, "the scan saw too few patterns"
@@ -219,24 +219,24 @@ def _multilingual():
 @pytest.mark.parametrize("name", ["letter", "alnum", "digit"])
 def test_class_counts_on_cudf_equal_re2(name):
     """The cudf path counts a class through code points and RE2's table: same counts."""
-    texts = pd.Series(_multilingual()).astype(S.STR_DTYPE)
-    want = S.count(texts, S.char_class(texts, name)).tolist()
+    texts = pd.Series(_multilingual()).astype(textkit.STR_DTYPE)
+    want = textkit.count(texts, textkit.char_class(texts, name)).tolist()
     with cudf_on_pandas():
         import cudf
 
-        got = S.count_class(cudf.from_pandas(texts), name)
-        assert S.is_cudf(got)
+        got = textkit.count_class(cudf.from_pandas(texts), name)
+        assert textkit.is_cudf(got)
     assert got.tolist() == want
     assert sum(want) > 0
 
 
 def test_words_with_a_letter_on_cudf_equal_re2():
-    texts = pd.Series(_multilingual()).astype(S.STR_DTYPE)
-    want = S.count_words_with(texts, "letter").tolist()
+    texts = pd.Series(_multilingual()).astype(textkit.STR_DTYPE)
+    want = textkit.count_words_with(texts, "letter").tolist()
     with cudf_on_pandas():
         import cudf
 
-        got = S.count_words_with(cudf.from_pandas(texts), "letter").tolist()
+        got = textkit.count_words_with(cudf.from_pandas(texts), "letter").tolist()
     assert got == want
 
 
@@ -246,7 +246,7 @@ def test_unpack_utf8_gives_every_code_point():
     cps = np.array([0, 0x41, 0x7F, 0x80, 0xE9, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF])
     units = [int.from_bytes(chr(c).encode(), "big") for c in cps]
     packed = np.array(units, dtype=np.uint32).view(np.int32)  # cudf gives int32
-    assert S.unpack_utf8(np, packed).tolist() == cps.tolist()
+    assert textkit.unpack_utf8(np, packed).tolist() == cps.tolist()
 
 
 @pytest.mark.parametrize("form", ["NFC", "NFKC", "NFD"])
@@ -257,7 +257,7 @@ def test_unicode_normalizer_patches_cudf_rows_by_position(form):
     texts = pd.Series(
         ["plain", "ﬁne ①", "ascii", "\uff26\uff55\uff4c\uff4c", "café"], index=[7, 3, 9, 1, 4]
     )
-    texts = texts.astype(S.STR_DTYPE)
+    texts = texts.astype(textkit.STR_DTYPE)
     for m in (UnicodeNormalizer(form=form), MojibakeFixer()):
         want = m.modify(texts)
         with cudf_on_pandas():
@@ -282,8 +282,8 @@ def test_every_filter_scores_on_the_cudf_path_like_pandas(monkeypatch, tmp_path)
     ``where``) scores the texts as the pandas path does: Unicode spaces, classes, lines."""
     import numpy as np
 
-    monkeypatch.setattr(S, "_FAST_PANDAS", False)
-    texts = pd.Series(_texts() + _multilingual()).astype(S.STR_DTYPE)
+    monkeypatch.setattr(textkit, "_FAST_PANDAS", False)
+    texts = pd.Series(_texts() + _multilingual()).astype(textkit.STR_DTYPE)
     wrong = []
     with cudf_on_pandas():
         import cudf

@@ -195,3 +195,17 @@ def test_private_modules_stay_in_their_package() -> None:
                 if not (a == package or a.startswith(package + ".")):
                     outside.append(f"{a} -> {b}")
     assert outside == []
+
+
+def test_package_modules_are_imported_under_real_names() -> None:
+    # `from curator_dask import text as S` hid what S was; an alias says what it holds
+    short = []
+    for name, path in module_files().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                source = getattr(node, "module", None) or ""
+                for alias in node.names:
+                    full = f"{source}.{alias.name}" if source else alias.name
+                    if full.startswith(PACKAGE) and alias.asname and len(alias.asname) < 3:
+                        short.append(f"{name}: {full} as {alias.asname}")
+    assert short == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.stage import Filter
 
 
@@ -29,12 +29,12 @@ class LengthRatioFilter(Filter):
     max_ratio: float = 3.0
 
     def process(self, part: Any) -> Any:
-        src = S.count(S.as_text(part[self.src_column]), S.WORD)
-        tgt = S.count(S.as_text(part[self.tgt_column]), S.WORD)
+        src = textkit.count(textkit.as_text(part[self.src_column]), textkit.WORD)
+        tgt = textkit.count(textkit.as_text(part[self.tgt_column]), textkit.WORD)
         hi = src.where(src >= tgt, tgt).astype("float64")
         lo = src.where(src < tgt, tgt).astype("float64")
         score = (hi / lo).where(lo > 0, float("inf")).where(hi > 0, 1.0)
-        score = S.restore_index(score, part.index)
+        score = textkit.restore_index(score, part.index)
         mask = score < self.max_ratio
         if self.invert:
             mask = ~mask
@@ -43,4 +43,4 @@ class LengthRatioFilter(Filter):
             part = part.assign(**{col: score})
         if self.score_only:
             return part.assign(**{f"{self.stage_name}_keep": mask})
-        return S.filter_rows(part, mask)
+        return textkit.filter_rows(part, mask)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.filters._rules import RuleSetFilter
 from curator_dask.stage import Filter
 
@@ -36,7 +36,7 @@ _C4_END = f"[{C4_END_MARKS}]$"
 _ELLIPSIS_END = r"\.\.\.$"
 #: A sentence ends with a run of ``. ! ?``, optional closing quotes or brackets, then
 #: whitespace or the end of the text ("e.g. " also counts: an approximation).
-SENTENCE_END = f"[.!?]+[\"'\u201d\u2019)\\]]*(?:{S.WS}|$)"
+SENTENCE_END = f"[.!?]+[\"'\u201d\u2019)\\]]*(?:{textkit.WS}|$)"
 
 
 def c4_line_keep(
@@ -53,7 +53,7 @@ def c4_line_keep(
     of :data:`C4_POLICY_STRINGS`.
     """
     keep = lines.str.contains(_C4_END) & ~lines.str.contains(_ELLIPSIS_END)
-    keep = keep & (S.count(lines, S.WORD) >= min_words_per_line)
+    keep = keep & (textkit.count(lines, textkit.WORD) >= min_words_per_line)
     if remove_javascript_lines or remove_policy_lines:
         lower = lines.str.lower()
         if remove_javascript_lines:
@@ -103,30 +103,30 @@ class C4QualityFilter(RuleSetFilter):
     remove_policy_lines: bool = True
 
     def rule_scores(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         n = len(t)
-        rows = S.split_rows(t, "\n", strip=True)
+        rows = textkit.split_rows(t, "\n", strip=True)
         kept = c4_line_keep(
             rows["piece"],
             min_words_per_line=self.min_words_per_line,
             remove_javascript_lines=self.remove_javascript_lines,
             remove_policy_lines=self.remove_policy_lines,
         )
-        rows["sentences"] = S.count(rows["piece"], SENTENCE_END).where(kept, 0)
-        words = S.split_rows(t)
-        words["len"] = S.nchars(words["piece"])
+        rows["sentences"] = textkit.count(rows["piece"], SENTENCE_END).where(kept, 0)
+        words = textkit.split_rows(t)
+        words["len"] = textkit.nchars(words["piece"])
         lower = t.str.lower()
-        frame = S.frame_of(
+        frame = textkit.frame_of(
             t,
-            num_sentences=S.per_doc(rows, "sentences", "sum", n).astype("int64"),
-            max_word_length=S.per_doc(words, "len", "max", n).astype("int64"),
+            num_sentences=textkit.per_doc(rows, "sentences", "sum", n).astype("int64"),
+            max_word_length=textkit.per_doc(words, "len", "max", n).astype("int64"),
             lorem_ipsum=lower.str.contains("lorem ipsum", regex=False),
             curly_bracket=t.str.contains("{", regex=False),
         )
-        return S.restore_index(frame, text.index)
+        return textkit.restore_index(frame, text.index)
 
     def rule_failures(self, scores: Any) -> Any:
-        fails = S.frame_of(
+        fails = textkit.frame_of(
             scores,
             num_sentences=scores["num_sentences"] < self.min_sentences,
             max_word_length=scores["max_word_length"] > self.max_word_length,
@@ -185,12 +185,12 @@ class C4BadWordsFilter(Filter):
         self.bad_words = tuple(words)
 
     def score(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         # Not a letter, number or "_" (RE2 has Unicode classes; libcudf's \W is Unicode).
-        not_word = r"\W" if S.is_cudf(t) else r"[^\pL\pN_]"
+        not_word = r"\W" if textkit.is_cudf(t) else r"[^\pL\pN_]"
         body = "|".join(_escape(w) for w in self.bad_words or ())
         pattern = f"(?:^|{not_word})(?:{body})(?:$|{not_word})"
-        if S.is_cudf(t):
+        if textkit.is_cudf(t):
             hit = t.str.lower().str.contains(pattern, regex=True)
         else:
             # RE2 through pyarrow itself: pandas 2's str.contains first compiles the pattern
@@ -201,7 +201,7 @@ class C4BadWordsFilter(Filter):
 
             found = pc.match_substring_regex(pc.utf8_lower(pa.array(t)), pattern)
             hit = pd.Series(found.to_numpy(zero_copy_only=False), index=t.index)
-        return S.restore_index(hit.fillna(False).astype("int64"), text.index)
+        return textkit.restore_index(hit.fillna(False).astype("int64"), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return score == 0

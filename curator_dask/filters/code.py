@@ -17,7 +17,7 @@ import csv
 from dataclasses import dataclass, field
 from typing import Any
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.stage import Filter
 
 #: Line-comment markers and block-comment regexes by language (``language=`` values).
@@ -40,15 +40,15 @@ COMMENT_SYNTAX: dict[str, tuple[tuple[str, ...], str | None]] = {
 
 
 def _comment_chars(text: Any, markers: tuple[str, ...], block: str | None) -> Any:
-    t = S.as_text(text)
-    rows = S.split_rows(t, "\n", strip=True)
+    t = textkit.as_text(text)
+    rows = textkit.split_rows(t, "\n", strip=True)
     hit = rows["piece"].str.startswith(markers) if markers else rows["piece"].str.len() < 0
-    rows["chars"] = S.nchars(rows["piece"]).where(hit, 0)
-    line_chars = S.per_doc(rows, "chars", "sum", len(t))
+    rows["chars"] = textkit.nchars(rows["piece"]).where(hit, 0)
+    line_chars = textkit.per_doc(rows, "chars", "sum", len(t))
     if block is not None:
         # Characters inside block comments; lines wholly inside one are counted once.
-        without_lines = S.join_rows(rows[~hit], len(t))
-        block_chars = S.nchars(without_lines) - S.nchars(
+        without_lines = textkit.join_rows(rows[~hit], len(t))
+        block_chars = textkit.nchars(without_lines) - textkit.nchars(
             without_lines.str.replace(block, "", regex=True)
         )
         line_chars = line_chars + block_chars
@@ -66,7 +66,7 @@ class _CommentRatioFilter(Filter):
     def score(self, text: Any) -> Any:
         markers, block = self._syntax()
         t, chars = _comment_chars(text, markers, block)
-        return S.restore_index(S.ratio(chars, S.nchars(t)), text.index)
+        return textkit.restore_index(textkit.ratio(chars, textkit.nchars(t)), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return (score >= self.min_comment_to_code_ratio) & (score <= self.max_comment_to_code_ratio)
@@ -118,11 +118,11 @@ class NumberOfLinesOfCodeFilter(Filter):
     max_lines: int = 20_000
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            return S.document_measures(text)["lines"]
-        t = S.as_text(text)
-        rows = S.split_rows(t, "\n", strip=True)
-        return S.restore_index(S.per_doc(rows, "piece", "size", len(t)), text.index)
+        if textkit.fused(text):
+            return textkit.document_measures(text)["lines"]
+        t = textkit.as_text(text)
+        rows = textkit.split_rows(t, "\n", strip=True)
+        return textkit.restore_index(textkit.per_doc(rows, "piece", "size", len(t)), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return (score >= self.min_lines) & (score <= self.max_lines)
@@ -143,9 +143,9 @@ class XMLHeaderFilter(Filter):
     char_prefix_search_length: int = 100
 
     def score(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         head = t.str.slice(0, self.char_prefix_search_length)
-        return S.restore_index(
+        return textkit.restore_index(
             head.str.contains("<?xml version=", regex=False).astype("int64"), text.index
         )
 
@@ -160,9 +160,9 @@ class AlphaFilter(Filter):
     min_alpha_ratio: float = 0.25
 
     def score(self, text: Any) -> Any:
-        t = S.as_text(text)
-        letters = S.count_class(t, "letter")
-        return S.restore_index(S.ratio(letters, S.nchars(t)), text.index)
+        t = textkit.as_text(text)
+        letters = textkit.count_class(t, "letter")
+        return textkit.restore_index(textkit.ratio(letters, textkit.nchars(t)), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return score >= self.min_alpha_ratio
@@ -171,7 +171,7 @@ class AlphaFilter(Filter):
 _TAG = r"<[^<>]*>"
 # ASCII case folding by classes and "any character" as [\s\S]: libcudf's regex engine has
 # no inline flags (``(?is)``) and cudf's ``str.replace`` takes no ``flags``.
-_SCRIPT_OR_STYLE = f"(?:{S.ascii_nocase('script')}|{S.ascii_nocase('style')})"
+_SCRIPT_OR_STYLE = f"(?:{textkit.ascii_nocase('script')}|{textkit.ascii_nocase('style')})"
 _SCRIPT = rf"<{_SCRIPT_OR_STYLE}\b[^>]*>[\s\S]*?</{_SCRIPT_OR_STYLE}\s*>"
 
 
@@ -186,10 +186,10 @@ class HTMLBoilerplateFilter(Filter):
     min_lang_chars_ratio: float = 0.2
 
     def score(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         visible = t.str.replace(_SCRIPT, "", regex=True).str.replace(_TAG, "", regex=True)
-        visible_chars = S.nchars(visible) - S.count(visible, S.WS)
-        return S.restore_index(S.ratio(visible_chars, S.nchars(t)), text.index)
+        visible_chars = textkit.nchars(visible) - textkit.count(visible, textkit.WS)
+        return textkit.restore_index(textkit.ratio(visible_chars, textkit.nchars(t)), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return score >= self.min_lang_chars_ratio
@@ -282,24 +282,24 @@ class PerExtensionFilter(Filter):
             )
 
     def score(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         include, long_line, alnum_min, alpha_min = self.rule
-        ok = S.nchars(t) * 0 == 0
+        ok = textkit.nchars(t) * 0 == 0
         if not include:
-            return S.restore_index((~ok).astype("int64"), text.index)
-        n = S.nchars(t)
+            return textkit.restore_index((~ok).astype("int64"), text.index)
+        n = textkit.nchars(t)
         if long_line is not None:
-            rows = S.split_rows(t, "\n", drop_empty=False)
-            rows["len"] = S.nchars(rows["piece"])
-            longest = S.per_doc(rows, "len", "max", len(t))
-            pieces = S.per_doc(rows, "len", "size", len(t)).clip(lower=1)
+            rows = textkit.split_rows(t, "\n", drop_empty=False)
+            rows["len"] = textkit.nchars(rows["piece"])
+            longest = textkit.per_doc(rows, "len", "max", len(t))
+            pieces = textkit.per_doc(rows, "len", "size", len(t)).clip(lower=1)
             mean = (n - (pieces - 1)).astype("float64") / pieces
             ok &= (longest <= long_line) & (mean <= self.max_mean_line_length)
         if alnum_min is not None:
-            ok &= S.ratio(S.count_class(t, "alnum"), n) >= alnum_min
+            ok &= textkit.ratio(textkit.count_class(t, "alnum"), n) >= alnum_min
         if alpha_min is not None:
-            ok &= S.ratio(S.count_class(t, "letter"), n) >= alpha_min
-        return S.restore_index(ok.astype("int64"), text.index)
+            ok &= textkit.ratio(textkit.count_class(t, "letter"), n) >= alpha_min
+        return textkit.restore_index(ok.astype("int64"), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return score == 1

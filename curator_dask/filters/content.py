@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.stage import Filter
 
 _POSITIONS = ("any", "prefix", "suffix")
@@ -41,14 +41,14 @@ class SubstringFilter(Filter):
             raise ValueError(f"position must be one of {_POSITIONS}, got {self.position!r}")
 
     def keep(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         if self.position == "prefix":
             hit = t.str.startswith(self.substring)
         elif self.position == "suffix":
             hit = t.str.endswith(self.substring)
         else:
             hit = t.str.contains(self.substring, regex=False)
-        return S.restore_index(hit.astype(bool), text.index)
+        return textkit.restore_index(hit.astype(bool), text.index)
 
 
 @dataclass(kw_only=True)
@@ -61,8 +61,8 @@ class PornographicUrlsFilter(Filter):
     text_column: str = "url"
 
     def keep(self, text: Any) -> Any:
-        t = S.as_text(text)
-        return S.restore_index(~t.str.lower().str.contains("porn", regex=False), text.index)
+        t = textkit.as_text(text)
+        return textkit.restore_index(~t.str.lower().str.contains("porn", regex=False), text.index)
 
 
 @dataclass(kw_only=True)
@@ -121,18 +121,18 @@ class HistogramFilter(Filter):
                         break
                     chars.append(line[0])
             self.histogram = "".join(chars)
-        self.histogram = "".join(sorted(set(self.histogram or "") - set(S.WHITESPACE_CHARS)))
+        self.histogram = "".join(sorted(set(self.histogram or "") - set(textkit.WHITESPACE_CHARS)))
 
     def score(self, text: Any) -> Any:
-        t = S.as_text(text)
-        visible = S.nchars(t) - S.count(t, S.WS)
+        t = textkit.as_text(text)
+        visible = textkit.nchars(t) - textkit.count(t, textkit.WS)
         if self.histogram:
             body = "".join("\\" + c if c in "\\]^-[" else c for c in str(self.histogram))
-            inside = S.count(t, f"[{body}]")
+            inside = textkit.count(t, f"[{body}]")
         else:
             inside = visible * 0
-        score = S.ratio(inside, visible).mask(visible == 0, 1.0)
-        return S.restore_index(score, text.index)
+        score = textkit.ratio(inside, visible).mask(visible == 0, 1.0)
+        return textkit.restore_index(score, text.index)
 
     def keep_score(self, score: Any) -> Any:
         return score >= self.threshold

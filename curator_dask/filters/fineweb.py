@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.filters._rules import RuleSetFilter
 from curator_dask.filters.heuristics import _unique_fraction
 
-_END_MARK_LINE = f"[{S.END_MARKS}]$"
+_END_MARK_LINE = f"[{textkit.END_MARKS}]$"
 
 
 @dataclass
@@ -53,23 +53,25 @@ class FineWebQualityFilter(RuleSetFilter):
     max_newline_to_word_ratio: float = 0.3
 
     def rule_scores(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         n = len(t)
-        rows = S.split_rows(t, "\n", strip=True)
+        rows = textkit.split_rows(t, "\n", strip=True)
         rows["punct"] = rows["piece"].str.contains(_END_MARK_LINE).astype("int64")
-        rows["short"] = (S.nchars(rows["piece"]) <= self.short_line_length).astype("int64")
-        lines = S.per_doc(rows, "punct", "size", n)
-        frame = S.frame_of(
+        rows["short"] = (textkit.nchars(rows["piece"]) <= self.short_line_length).astype("int64")
+        lines = textkit.per_doc(rows, "punct", "size", n)
+        frame = textkit.frame_of(
             t,
-            line_punct_ratio=S.ratio(S.per_doc(rows, "punct", "sum", n), lines),
-            short_line_ratio=S.ratio(S.per_doc(rows, "short", "sum", n), lines),
+            line_punct_ratio=textkit.ratio(textkit.per_doc(rows, "punct", "sum", n), lines),
+            short_line_ratio=textkit.ratio(textkit.per_doc(rows, "short", "sum", n), lines),
             duplicate_line_char_ratio=1.0 - _unique_fraction(rows, n, by_char=True),
-            newline_to_word_ratio=S.ratio(S.count(t, r"\n"), S.count(t, S.WORD)),
+            newline_to_word_ratio=textkit.ratio(
+                textkit.count(t, r"\n"), textkit.count(t, textkit.WORD)
+            ),
         )
-        return S.restore_index(frame, text.index)
+        return textkit.restore_index(frame, text.index)
 
     def rule_failures(self, scores: Any) -> Any:
-        return S.frame_of(
+        return textkit.frame_of(
             scores,
             line_punct_ratio=scores["line_punct_ratio"] < self.min_line_punct_ratio,
             short_line_ratio=scores["short_line_ratio"] > self.max_short_line_ratio,

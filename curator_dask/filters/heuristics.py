@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.stage import Filter
 
 #: Phrases that mark web boilerplate (cookie banners, legal footers). Our own list;
@@ -54,18 +54,18 @@ WORD_PUNCTUATION = (
 
 #: Characters that start a bulleted line: these symbols, or ``-``, ``*``, ``+`` followed
 #: by whitespace (Markdown lists). Our own list.
-BULLETS = S.BULLET_CHARS
+BULLETS = textkit.BULLET_CHARS
 
-_BULLET_LINE = f"^(?:[{BULLETS}]|[\\-*+](?:{S.WS}|$))"
-_END_MARK_LINE = f"[{S.END_MARKS}]$"
+_BULLET_LINE = f"^(?:[{BULLETS}]|[\\-*+](?:{textkit.WS}|$))"
+_END_MARK_LINE = f"[{textkit.END_MARKS}]$"
 _ELLIPSIS_LINE = r"(?:\.\.\.|…)$"
 _SYMBOLS = r"#|\.\.\.|…"
-_URL = f"(?:https?|ftp)://[^{S.WHITESPACE}]+|www\\.[^{S.WHITESPACE}]+"
+_URL = f"(?:https?|ftp)://[^{textkit.WHITESPACE}]+|www\\.[^{textkit.WHITESPACE}]+"
 _PARENTHESES = r"[()[\]]"
 #: Languages whose words :class:`WordCountFilter` counts per character.
 CJK_LANGS = ("zh", "ja")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
-_CJK_WORD = f"[{_CJK}]|[^{S.WHITESPACE}{_CJK}]+"
+_CJK_WORD = f"[{_CJK}]|[^{textkit.WHITESPACE}{_CJK}]+"
 
 
 def _regex_alternation(phrases: tuple[str, ...]) -> str:
@@ -146,12 +146,12 @@ class WordCountFilter(Filter):
 
     def score(self, text: Any) -> Any:
         if self.lang in CJK_LANGS:
-            t = S.as_text(text)
-            return S.restore_index(S.count(t, _CJK_WORD), text.index)
-        if S.fused(text):
-            return S.word_counts(text)
-        t = S.as_text(text)
-        return S.restore_index(S.count(t, S.WORD), text.index)
+            t = textkit.as_text(text)
+            return textkit.restore_index(textkit.count(t, _CJK_WORD), text.index)
+        if textkit.fused(text):
+            return textkit.word_counts(text)
+        t = textkit.as_text(text)
+        return textkit.restore_index(textkit.count(t, textkit.WORD), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return (score >= self.min_words) & (score <= self.max_words)
@@ -174,13 +174,13 @@ class NonAlphaNumericFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_non_alpha_numeric_to_text_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["chars"] - m["alnum"], m["chars"])
-        t = S.as_text(text)
-        n = S.nchars(t)
-        alnum = S.count_class(t, "alnum")
-        return S.restore_index(S.ratio(n - alnum, n), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["chars"] - m["alnum"], m["chars"])
+        t = textkit.as_text(text)
+        n = textkit.nchars(t)
+        alnum = textkit.count_class(t, "alnum")
+        return textkit.restore_index(textkit.ratio(n - alnum, n), text.index)
 
 
 @dataclass
@@ -199,11 +199,13 @@ class SymbolsToWordsFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_symbol_to_word_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["symbols"], m["words"])
-        t = S.as_text(text)
-        return S.restore_index(S.ratio(S.count(t, _SYMBOLS), S.count(t, S.WORD)), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["symbols"], m["words"])
+        t = textkit.as_text(text)
+        return textkit.restore_index(
+            textkit.ratio(textkit.count(t, _SYMBOLS), textkit.count(t, textkit.WORD)), text.index
+        )
 
 
 @dataclass
@@ -222,12 +224,12 @@ class NumbersFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_number_to_text_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["digits"], m["chars"])
-        t = S.as_text(text)
-        digits = S.count_class(t, "digit")
-        return S.restore_index(S.ratio(digits, S.nchars(t)), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["digits"], m["chars"])
+        t = textkit.as_text(text)
+        digits = textkit.count_class(t, "digit")
+        return textkit.restore_index(textkit.ratio(digits, textkit.nchars(t)), text.index)
 
 
 @dataclass
@@ -247,13 +249,13 @@ class UrlsFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_url_to_text_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["url_chars"], m["chars"])
-        t = S.as_text(text)
-        n = S.nchars(t)
-        url_chars = n - S.nchars(t.str.replace(_URL, "", regex=True))
-        return S.restore_index(S.ratio(url_chars, n), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["url_chars"], m["chars"])
+        t = textkit.as_text(text)
+        n = textkit.nchars(t)
+        url_chars = n - textkit.nchars(t.str.replace(_URL, "", regex=True))
+        return textkit.restore_index(textkit.ratio(url_chars, n), text.index)
 
 
 @dataclass
@@ -272,11 +274,13 @@ class WhiteSpaceFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_white_space_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["whitespace"], m["chars"])
-        t = S.as_text(text)
-        return S.restore_index(S.ratio(S.count(t, S.WS), S.nchars(t)), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["whitespace"], m["chars"])
+        t = textkit.as_text(text)
+        return textkit.restore_index(
+            textkit.ratio(textkit.count(t, textkit.WS), textkit.nchars(t)), text.index
+        )
 
 
 @dataclass
@@ -295,11 +299,13 @@ class ParenthesesFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_parentheses_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["parentheses"], m["chars"])
-        t = S.as_text(text)
-        return S.restore_index(S.ratio(S.count(t, _PARENTHESES), S.nchars(t)), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["parentheses"], m["chars"])
+        t = textkit.as_text(text)
+        return textkit.restore_index(
+            textkit.ratio(textkit.count(t, _PARENTHESES), textkit.nchars(t)), text.index
+        )
 
 
 @dataclass
@@ -328,7 +334,7 @@ class BoilerPlateStringFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_boilerplate_string_ratio"
 
     def score(self, text: Any) -> Any:
-        if not S.fused(text):
+        if not textkit.fused(text):
             return self._vectorised_score(text)
         pattern = _regex_alternation(tuple(s.lower() for s in self.boilerplate_strings))
 
@@ -336,7 +342,7 @@ class BoilerPlateStringFilter(_MaxScoreFilter):
             # Only documents whose lower-cased text holds a phrase can have a boilerplate
             # paragraph (lower-casing is per code point): score just those.
             # In slices of about 16 MB: the lower-cased copy stays small.
-            step = max(1, int(16e6 * len(t) / max(1, int(S.nchars(t).sum()))))
+            step = max(1, int(16e6 * len(t) / max(1, int(textkit.nchars(t).sum()))))
             hit = np.concatenate(
                 [
                     t.iloc[i : i + step].str.lower().str.contains(pattern).to_numpy(dtype=bool)
@@ -350,24 +356,24 @@ class BoilerPlateStringFilter(_MaxScoreFilter):
             return pd.DataFrame({"score": score})
 
         key = ("boilerplate", pattern, self.remove_if_at_top_or_bottom)
-        return S.cached_measures(text, key, compute)["score"]
+        return textkit.cached_measures(text, key, compute)["score"]
 
     def _vectorised_score(self, text: Any) -> Any:
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         n = len(t)
-        rows = S.split_rows(t, S.PARAGRAPH_SEPARATOR, regex=True, strip=True)
+        rows = textkit.split_rows(t, textkit.PARAGRAPH_SEPARATOR, regex=True, strip=True)
         pattern = _regex_alternation(tuple(s.lower() for s in self.boilerplate_strings))
         rows["bp"] = rows["piece"].str.lower().str.contains(pattern).astype("int64")
-        paragraphs = S.per_doc(rows, "bp", "size", n)
-        bp = S.per_doc(rows, "bp", "sum", n)
-        score = S.ratio(bp, paragraphs)
+        paragraphs = textkit.per_doc(rows, "bp", "size", n)
+        bp = textkit.per_doc(rows, "bp", "sum", n)
+        score = textkit.ratio(bp, paragraphs)
         if self.remove_if_at_top_or_bottom:
-            pos = S.position_in_doc(rows)
+            pos = textkit.position_in_doc(rows)
             last = rows["doc"].map(paragraphs) - 1
             rows["edge"] = (rows["bp"] > 0) & ((pos == 0) | (pos == last))
-            edge = S.per_doc(rows, "edge", "any", n, fill=False)
+            edge = textkit.per_doc(rows, "edge", "any", n, fill=False)
             score = score.mask(edge.astype(bool), float("inf"))
-        return S.restore_index(score, text.index)
+        return textkit.restore_index(score, text.index)
 
 
 # -- word-level --------------------------------------------------------------------------
@@ -389,12 +395,14 @@ class MeanWordLengthFilter(Filter):
     max_mean_word_length: float = 10
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["chars"] - m["whitespace"], m["words"])
-        t = S.as_text(text)
-        word_chars = S.nchars(t) - S.count(t, S.WS)
-        return S.restore_index(S.ratio(word_chars, S.count(t, S.WORD)), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["chars"] - m["whitespace"], m["words"])
+        t = textkit.as_text(text)
+        word_chars = textkit.nchars(t) - textkit.count(t, textkit.WS)
+        return textkit.restore_index(
+            textkit.ratio(word_chars, textkit.count(t, textkit.WORD)), text.index
+        )
 
     def keep_score(self, score: Any) -> Any:
         return (score >= self.min_mean_word_length) & (score <= self.max_mean_word_length)
@@ -416,13 +424,13 @@ class LongWordFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_word_length"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            return S.document_measures(text)["longest_word"]
-        t = S.as_text(text)
-        rows = S.split_rows(t)
-        rows["len"] = S.nchars(rows["piece"])
-        longest = S.per_doc(rows, "len", "max", len(t)).astype("int64")
-        return S.restore_index(longest, text.index)
+        if textkit.fused(text):
+            return textkit.document_measures(text)["longest_word"]
+        t = textkit.as_text(text)
+        rows = textkit.split_rows(t)
+        rows["len"] = textkit.nchars(rows["piece"])
+        longest = textkit.per_doc(rows, "len", "max", len(t)).astype("int64")
+        return textkit.restore_index(longest, text.index)
 
 
 @dataclass
@@ -444,15 +452,15 @@ class CommonEnglishWordsFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_num_common_words"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            counts = S.word_list_counts(text, self.common_words, WORD_PUNCTUATION)
+        if textkit.fused(text):
+            counts = textkit.word_list_counts(text, self.common_words, WORD_PUNCTUATION)
             if counts is not None:
                 return counts
-        t = S.as_text(text)
-        rows = S.split_rows(t)
+        t = textkit.as_text(text)
+        rows = textkit.split_rows(t)
         words = rows["piece"].str.lower().str.strip(WORD_PUNCTUATION)
         rows["common"] = words.isin(sorted(self.common_words)).astype("int64")
-        return S.restore_index(S.per_doc(rows, "common", "sum", len(t)), text.index)
+        return textkit.restore_index(textkit.per_doc(rows, "common", "sum", len(t)), text.index)
 
 
 @dataclass
@@ -471,36 +479,38 @@ class WordsWithoutAlphabetsFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_words_with_alphabets"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["letter_words"], m["words"])
-        t = S.as_text(text)
-        letter_words = S.count_words_with(t, "letter")
-        return S.restore_index(S.ratio(letter_words, S.count(t, S.WORD)), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["letter_words"], m["words"])
+        t = textkit.as_text(text)
+        letter_words = textkit.count_words_with(t, "letter")
+        return textkit.restore_index(
+            textkit.ratio(letter_words, textkit.count(t, textkit.WORD)), text.index
+        )
 
 
 # -- line- and paragraph-level -----------------------------------------------------------
 def _lines(t: Any) -> Any:
-    return S.split_rows(t, "\n", strip=True)
+    return textkit.split_rows(t, "\n", strip=True)
 
 
 def _paragraphs(t: Any) -> Any:
-    return S.split_rows(t, S.PARAGRAPH_SEPARATOR, regex=True, strip=True)
+    return textkit.split_rows(t, textkit.PARAGRAPH_SEPARATOR, regex=True, strip=True)
 
 
 def _unique_fraction(rows: Any, n: int, by_char: bool) -> Any:
     """Share of pieces (or of their characters) left after dropping repeats, per doc."""
     rows["dup"] = rows.duplicated(["doc", "piece"])
     if by_char:
-        rows["len"] = S.nchars(rows["piece"])
+        rows["len"] = textkit.nchars(rows["piece"])
         rows["unique_len"] = rows["len"].where(~rows["dup"], 0)
-        total = S.per_doc(rows, "len", "sum", n)
-        unique = S.per_doc(rows, "unique_len", "sum", n)
+        total = textkit.per_doc(rows, "len", "sum", n)
+        unique = textkit.per_doc(rows, "unique_len", "sum", n)
     else:
         rows["unique"] = (~rows["dup"]).astype("int64")
-        total = S.per_doc(rows, "unique", "size", n)
-        unique = S.per_doc(rows, "unique", "sum", n)
-    return S.ratio(unique, total).mask(total == 0, 1.0)
+        total = textkit.per_doc(rows, "unique", "size", n)
+        unique = textkit.per_doc(rows, "unique", "sum", n)
+    return textkit.ratio(unique, total).mask(total == 0, 1.0)
 
 
 @dataclass
@@ -521,11 +531,11 @@ class RepeatedLinesFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_line_fraction"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["unique_lines"], m["lines"]).mask(m["lines"] == 0, 1.0)
-        t = S.as_text(text)
-        return S.restore_index(_unique_fraction(_lines(t), len(t), False), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["unique_lines"], m["lines"]).mask(m["lines"] == 0, 1.0)
+        t = textkit.as_text(text)
+        return textkit.restore_index(_unique_fraction(_lines(t), len(t), False), text.index)
 
 
 @dataclass
@@ -545,11 +555,13 @@ class RepeatedParagraphsFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_paragraph_fraction"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["unique_paragraphs"], m["paragraphs"]).mask(m["paragraphs"] == 0, 1.0)
-        t = S.as_text(text)
-        return S.restore_index(_unique_fraction(_paragraphs(t), len(t), False), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["unique_paragraphs"], m["paragraphs"]).mask(
+                m["paragraphs"] == 0, 1.0
+            )
+        t = textkit.as_text(text)
+        return textkit.restore_index(_unique_fraction(_paragraphs(t), len(t), False), text.index)
 
 
 @dataclass
@@ -569,11 +581,13 @@ class RepeatedLinesByCharFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_line_char_fraction"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["unique_line_chars"], m["line_chars"]).mask(m["line_chars"] == 0, 1.0)
-        t = S.as_text(text)
-        return S.restore_index(_unique_fraction(_lines(t), len(t), True), text.index)
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["unique_line_chars"], m["line_chars"]).mask(
+                m["line_chars"] == 0, 1.0
+            )
+        t = textkit.as_text(text)
+        return textkit.restore_index(_unique_fraction(_lines(t), len(t), True), text.index)
 
 
 @dataclass
@@ -593,24 +607,24 @@ class RepeatedParagraphsByCharFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_paragraph_char_fraction"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["unique_paragraph_chars"], m["paragraph_chars"]).mask(
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["unique_paragraph_chars"], m["paragraph_chars"]).mask(
                 m["paragraph_chars"] == 0, 1.0
             )
-        t = S.as_text(text)
-        return S.restore_index(_unique_fraction(_paragraphs(t), len(t), True), text.index)
+        t = textkit.as_text(text)
+        return textkit.restore_index(_unique_fraction(_paragraphs(t), len(t), True), text.index)
 
 
 def _line_share(text: Any, pattern: str, negate: bool = False) -> Any:
     """Share of lines matching ``pattern`` (not matching, if ``negate``), per document."""
-    t = S.as_text(text)
+    t = textkit.as_text(text)
     rows = _lines(t)
     hit = rows["piece"].str.contains(pattern)
     rows["hit"] = (~hit if negate else hit).astype("int64")
-    lines = S.per_doc(rows, "hit", "size", len(t))
-    hits = S.per_doc(rows, "hit", "sum", len(t))
-    return S.restore_index(S.ratio(hits, lines), text.index)
+    lines = textkit.per_doc(rows, "hit", "size", len(t))
+    hits = textkit.per_doc(rows, "hit", "sum", len(t))
+    return textkit.restore_index(textkit.ratio(hits, lines), text.index)
 
 
 @dataclass
@@ -631,9 +645,9 @@ class PunctuationFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_num_sentences_without_endmark_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["lines_without_endmark"], m["lines"])
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["lines_without_endmark"], m["lines"])
         return _line_share(text, _END_MARK_LINE, negate=True)
 
 
@@ -653,9 +667,9 @@ class EllipsisFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_num_lines_ending_with_ellipsis_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["lines_with_ellipsis"], m["lines"])
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["lines_with_ellipsis"], m["lines"])
         return _line_share(text, _ELLIPSIS_LINE)
 
 
@@ -676,9 +690,9 @@ class BulletsFilter(_MaxScoreFilter):
     _threshold: ClassVar[str] = "max_bullet_lines_ratio"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.document_measures(text)
-            return S.ratio(m["bullet_lines"], m["lines"])
+        if textkit.fused(text):
+            m = textkit.document_measures(text)
+            return textkit.ratio(m["bullet_lines"], m["lines"])
         return _line_share(text, _BULLET_LINE)
 
 
@@ -694,7 +708,7 @@ DUPLICATE_NGRAM_MAX_RATIO: dict[int, float] = {
 def _combine(left: Any, right: Any, shift: int) -> Any:
     """Exact key of the sequence ``left[i]`` then ``right[i + shift]`` (both int codes)."""
     width = int(right.max()) + 1 if len(right) else 1
-    return S.factorize(left * width + right.shift(-shift, fill_value=0))
+    return textkit.factorize(left * width + right.shift(-shift, fill_value=0))
 
 
 def _ngram_rows(t: Any, n: int) -> Any:
@@ -706,10 +720,10 @@ def _ngram_rows(t: Any, n: int) -> Any:
     (without separators). Keys of 1, 2, 4, 8.. words are built by doubling, then joined
     along the binary digits of ``n``: about log2(n) factorisations instead of n.
     """
-    rows = S.split_rows(t)
-    rows["len"] = S.nchars(rows["piece"])
+    rows = textkit.split_rows(t)
+    rows["len"] = textkit.nchars(rows["piece"])
     # Shifts cross document boundaries; those n-grams are marked invalid below.
-    powers = {1: S.factorize(rows["piece"])}
+    powers = {1: textkit.factorize(rows["piece"])}
     m = 1
     while 2 * m <= n:
         powers[2 * m] = _combine(powers[m], powers[m], m)
@@ -722,7 +736,7 @@ def _ngram_rows(t: Any, n: int) -> Any:
     cum = rows["len"].cumsum()
     chars = cum.shift(-(n - 1), fill_value=0) - cum + rows["len"]
     size = rows.groupby("doc")["doc"].transform("size")
-    rows["valid"] = S.position_in_doc(rows) + n <= size
+    rows["valid"] = textkit.position_in_doc(rows) + n <= size
     assert key is not None  # n >= 1: the loop above ran
     rows["key"] = key.where(rows["valid"], -1)
     rows["ngram_chars"] = chars
@@ -764,10 +778,10 @@ class RepeatingTopNGramsFilter(_MaxScoreFilter):
         return self.name or f"{type(self).__name__}_{self.n}"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.ngram_measures(text, self.n)
-            return S.ratio(m[f"top_{self.n}"], m["word_chars"])
-        t = S.as_text(text)
+        if textkit.fused(text):
+            m = textkit.ngram_measures(text, self.n)
+            return textkit.ratio(m[f"top_{self.n}"], m["word_chars"])
+        t = textkit.as_text(text)
         rows = _ngram_rows(t, self.n)
         valid = rows[rows["valid"]]
         groups = valid.groupby(["doc", "key"])
@@ -777,8 +791,8 @@ class RepeatingTopNGramsFilter(_MaxScoreFilter):
         top["covered"] = top["count"] * top["chars"]
         top = top.sort_values(["doc", "count", "chars"]).drop_duplicates("doc", keep="last")
         covered = top.set_index("doc")["covered"].reindex(range(len(t)), fill_value=0)
-        total = S.per_doc(rows, "len", "sum", len(t))
-        return S.restore_index(S.ratio(covered, total), text.index)
+        total = textkit.per_doc(rows, "len", "sum", len(t))
+        return textkit.restore_index(textkit.ratio(covered, total), text.index)
 
 
 @dataclass
@@ -817,10 +831,10 @@ class RepeatingDuplicateNGramsFilter(_MaxScoreFilter):
         return self.name or f"{type(self).__name__}_{self.n}"
 
     def score(self, text: Any) -> Any:
-        if S.fused(text):
-            m = S.ngram_measures(text, self.n)
-            return S.ratio(m[f"duplicate_{self.n}"], m["word_chars"])
-        t = S.as_text(text)
+        if textkit.fused(text):
+            m = textkit.ngram_measures(text, self.n)
+            return textkit.ratio(m[f"duplicate_{self.n}"], m["word_chars"])
+        t = textkit.as_text(text)
         rows = _ngram_rows(t, self.n)
         count = rows.groupby(["doc", "key"])["key"].transform("size")
         starts = rows["valid"] & (count >= 2)
@@ -830,9 +844,9 @@ class RepeatingDuplicateNGramsFilter(_MaxScoreFilter):
         for k in range(1, self.n):
             covered = covered | starts.shift(k, fill_value=False)
         rows["covered_len"] = rows["len"].where(covered, 0)
-        num = S.per_doc(rows, "covered_len", "sum", len(t))
-        total = S.per_doc(rows, "len", "sum", len(t))
-        return S.restore_index(S.ratio(num, total), text.index)
+        num = textkit.per_doc(rows, "covered_len", "sum", len(t))
+        total = textkit.per_doc(rows, "len", "sum", len(t))
+        return textkit.restore_index(textkit.ratio(num, total), text.index)
 
 
 def heuristic_filters(text_column: str = "text", score_only: bool = False) -> list[Filter]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.stage import Filter
 
 
@@ -36,7 +36,7 @@ class _TokenizerFilter(Filter):
     def _counts(self, text: Any) -> Any:
         if getattr(self, "_tokenizer", None) is None:
             self.setup()
-        t = S.as_text(text)
+        t = textkit.as_text(text)
         encodings = self._tokenizer.encode_batch(
             t.tolist(), add_special_tokens=self.add_special_tokens
         )
@@ -68,7 +68,7 @@ class TokenCountFilter(_TokenizerFilter):
 
     def score(self, text: Any) -> Any:
         _, counts = self._counts(text)
-        return S.restore_index(counts, text.index)
+        return textkit.restore_index(counts, text.index)
 
     def keep_score(self, score: Any) -> Any:
         return (score >= self.min_tokens) & (score <= self.max_tokens)
@@ -85,7 +85,7 @@ class TokenizerFertilityFilter(_TokenizerFilter):
 
     def score(self, text: Any) -> Any:
         t, counts = self._counts(text)
-        return S.restore_index(S.ratio(S.nchars(t), counts), text.index)
+        return textkit.restore_index(textkit.ratio(textkit.nchars(t), counts), text.index)
 
     def keep_score(self, score: Any) -> Any:
         return score >= self.min_char_to_token_ratio

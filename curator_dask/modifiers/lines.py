@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask.filters.c4 import c4_line_keep
 from curator_dask.stage import Modifier
 
@@ -38,11 +38,11 @@ class LineRemover(Modifier):
             raise ValueError("LineRemover needs a non-empty pattern")
 
     def modify(self, text: Any) -> Any:
-        t = S.as_text(text)
-        rows = S.split_rows(t, "\n", drop_empty=False)
+        t = textkit.as_text(text)
+        rows = textkit.split_rows(t, "\n", drop_empty=False)
         lines = rows["piece"] if self.case_sensitive else rows["piece"].str.lower()
         rows = rows[~lines.str.contains(self.pattern)]
-        return S.restore_index(S.join_rows(rows, len(t)), text.index)
+        return textkit.restore_index(textkit.join_rows(rows, len(t)), text.index)
 
 
 @dataclass
@@ -75,15 +75,15 @@ class C4LineModifier(Modifier):
     remove_policy_lines: bool = True
 
     def modify(self, text: Any) -> Any:
-        t = S.as_text(text)
-        rows = S.split_rows(t, "\n", strip=True)
+        t = textkit.as_text(text)
+        rows = textkit.split_rows(t, "\n", strip=True)
         keep = c4_line_keep(
             rows["piece"],
             min_words_per_line=self.min_words_per_line,
             remove_javascript_lines=self.remove_javascript_lines,
             remove_policy_lines=self.remove_policy_lines,
         )
-        return S.restore_index(S.join_rows(rows[keep], len(t)), text.index)
+        return textkit.restore_index(textkit.join_rows(rows[keep], len(t)), text.index)
 
 
 #: Wikipedia-style citation and edit markers: ``[1]``, ``[12, 13]``, ``[a]``,
@@ -92,9 +92,9 @@ CITATION_PATTERN = (
     r"\[(?:\d+(?: *[,"
     + "\u2013"
     + r"\-] *\d+)*|[a-z]|"
-    + S.ascii_nocase("citation needed")
+    + textkit.ascii_nocase("citation needed")
     + "|"
-    + S.ascii_nocase("edit")
+    + textkit.ascii_nocase("edit")
     + r")\]"
 )
 
@@ -119,5 +119,5 @@ class CitationRemover(Modifier):
     pattern: str = CITATION_PATTERN
 
     def modify(self, text: Any) -> Any:
-        t = S.as_text(text)
-        return S.restore_index(t.str.replace(self.pattern, "", regex=True), text.index)
+        t = textkit.as_text(text)
+        return textkit.restore_index(t.str.replace(self.pattern, "", regex=True), text.index)

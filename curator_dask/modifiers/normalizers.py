@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curator_dask import text as S
+from curator_dask import text as textkit
 from curator_dask._backend import frame_module, to_pandas
 from curator_dask.stage import Modifier
 
@@ -20,9 +20,9 @@ _FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 
 def _as_strings(text: Any) -> Any:
     """Arrow-backed strings on pandas (missing values stay missing)."""
-    if S.is_cudf(text) or S._is_arrow_string(text.dtype):
+    if textkit.is_cudf(text) or textkit._is_arrow_string(text.dtype):
         return text
-    return text.astype(S.STR_DTYPE)
+    return text.astype(textkit.STR_DTYPE)
 
 
 @dataclass
@@ -76,12 +76,12 @@ def _patch(text: Any, todo: Any, values: list[str]) -> Any:
     cudf's ``where`` does not align ``other`` by index (it wants a column of the same
     length), so the patch is spread over the whole length first, by position.
     """
-    cudf = S.is_cudf(text)
+    cudf = textkit.is_cudf(text)
     mod = frame_module("cudf") if cudf else pd
     index = text.index
     text = text.reset_index(drop=True)
     todo = todo.reset_index(drop=True)
-    patch = mod.Series(values, index=todo[todo].index, dtype=None if cudf else S.STR_DTYPE)
+    patch = mod.Series(values, index=todo[todo].index, dtype=None if cudf else textkit.STR_DTYPE)
     out = text.where(~todo, patch.reindex(text.index))
     out.index = index
     return out
@@ -136,7 +136,7 @@ class WhitespaceNormalizer(Modifier):
 
     def modify(self, text: Any) -> Any:
         # Piece by piece: each step below copies the text.
-        return S.map_pieces(_as_strings(text), self._normalise)
+        return textkit.map_pieces(_as_strings(text), self._normalise)
 
     def _normalise(self, t: Any) -> Any:
         t = t.str.replace(_LINE_BREAKS, "\n", regex=True)
@@ -150,7 +150,7 @@ class WhitespaceNormalizer(Modifier):
 
 
 def _replace_with_backrefs(text: Any, pattern: str, repl: str) -> Any:
-    if S.is_cudf(text):
+    if textkit.is_cudf(text):
         return text.str.replace_with_backrefs(pattern, repl)
     return text.str.replace(pattern, repl, regex=True)
 
