@@ -34,6 +34,11 @@ BENCHMARKS = {
     ),
     "cli": ("bench_cli.py", [], True),
     "fuzzy_cost": ("bench_fuzzy_cost.py", [], False),
+    "progress": (
+        "bench_progress.py",
+        ["--out", os.path.join(RESULTS, "bench_progress.json")],
+        False,
+    ),
     "memory_pipeline": ("bench_memory_pipeline.py", [], False),
     "dedup_memory": ("bench_dedup_memory.py", [], False),
     "dedup_scale": ("bench_dedup_scale.py", [], False),
