@@ -78,10 +78,10 @@ class _Sampler:
 def _steps_of(sampler: _Sampler, rows: list[dict[str, Any]]):
     """Time every ``Reporter.step`` of the workflows (wall, CPU, peak worker RSS), and take
     the peak of each computation inside a step (``Reporter.compute``'s label) as well."""
-    from curator_dask.dedup import _base
+    from curator_dask.dedup import _runtime
 
-    original = _base.Reporter.step
-    original_compute = _base.Reporter.compute
+    original = _runtime.Reporter.step
+    original_compute = _runtime.Reporter.compute
 
     def compute(self: Any, tasks: Any, label: str, *args: Any, **kwargs: Any) -> Any:
         sampler.sub = label
@@ -112,13 +112,13 @@ def _steps_of(sampler: _Sampler, rows: list[dict[str, Any]]):
         print("  step", rows[-1], flush=True)
         sampler.step = "between"
 
-    _base.Reporter.step = step  # type: ignore[method-assign]
-    _base.Reporter.compute = compute  # type: ignore[method-assign]
+    _runtime.Reporter.step = step  # type: ignore[method-assign]
+    _runtime.Reporter.compute = compute  # type: ignore[method-assign]
     try:
         yield
     finally:
-        _base.Reporter.step = original  # type: ignore[method-assign]
-        _base.Reporter.compute = original_compute  # type: ignore[method-assign]
+        _runtime.Reporter.step = original  # type: ignore[method-assign]
+        _runtime.Reporter.compute = original_compute  # type: ignore[method-assign]
 
 
 def run_one(

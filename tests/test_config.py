@@ -52,7 +52,7 @@ def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
 
     from curator_dask.config import BASE_WORKER_BYTES, default_blocksize
     from curator_dask.dedup import ExactDeduplicationWorkflow
-    from curator_dask.dedup._base import DedupInput
+    from curator_dask.dedup._runtime import DedupInput
     from curator_dask.io import JsonlReader, ParquetReader
 
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from curator_dask._lazy import lazy_exports
 
 _EXPORTS = {
-    "DedupResult": "curator_dask.dedup._base",
+    "DedupResult": "curator_dask.dedup._runtime",
     "remove_duplicates": "curator_dask.dedup._common",
     "BAND_SHAPES": "curator_dask.dedup.lsh",
     "bands_for_threshold": "curator_dask.dedup.lsh",
@@ -30,8 +30,8 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from curator_dask.dedup._base import DedupResult
     from curator_dask.dedup._common import remove_duplicates
+    from curator_dask.dedup._runtime import DedupResult
     from curator_dask.dedup.components import connected_components
     from curator_dask.dedup.exact import ExactDeduplicationWorkflow, hash_texts
     from curator_dask.dedup.fuzzy import FuzzyDeduplicationWorkflow

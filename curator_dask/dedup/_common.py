@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import config
-from curator_dask.dedup._base import (
+from curator_dask.dedup._runtime import (
     DedupInput,
     DedupResult,
     Reporter,

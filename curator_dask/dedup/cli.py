@@ -200,7 +200,7 @@ def _run(
     module, name = workflow.split(":")
     cls = getattr(importlib.import_module(module), name)
     options = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
-    from curator_dask.dedup._base import DedupInput
+    from curator_dask.dedup._runtime import DedupInput
     from curator_dask.errors import check_quarantine_share, require, require_protocols
 
     # said before a cluster starts: a missing package, a wrong column

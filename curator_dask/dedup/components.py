@@ -33,11 +33,11 @@ import pandas as pd
 
 from curator_dask import config, sizing
 from curator_dask._kernels import share_compiles
-from curator_dask.dedup._base import (
+from curator_dask.dedup._common import UID_SHIFT, shuffle_method
+from curator_dask.dedup._runtime import (
     Reporter,
     join,
 )
-from curator_dask.dedup._common import UID_SHIFT, shuffle_method
 from curator_dask.io.parquet_dir import (
     get_fs,
     parquet_files,

@@ -16,10 +16,6 @@ import pandas as pd
 
 from curator_dask import _backend
 from curator_dask._kernels import share_compiles
-from curator_dask.dedup._base import (
-    DedupResult,
-    join,
-)
 from curator_dask.dedup._common import (
     DedupWorkflow,
     group_members,
@@ -29,6 +25,10 @@ from curator_dask.dedup._common import (
     with_uid,
 )
 from curator_dask.dedup._params import HASH_METHODS, ExactParams, take_input_blocksize
+from curator_dask.dedup._runtime import (
+    DedupResult,
+    join,
+)
 from curator_dask.dedup.minhash import _fmix64, utf8_buffers
 from curator_dask.io.parquet_dir import (
     get_fs,

@@ -27,11 +27,6 @@ import pyarrow.parquet as pq
 from dask.base import tokenize
 
 from curator_dask import _backend, config, sizing
-from curator_dask.dedup._base import (
-    DedupResult,
-    StepCache,
-    join,
-)
 from curator_dask.dedup._common import (
     UID_SHIFT,
     DedupWorkflow,
@@ -43,6 +38,11 @@ from curator_dask.dedup._common import (
     with_uid,
 )
 from curator_dask.dedup._params import BAND_SHAPES, FuzzyParams, take_input_blocksize
+from curator_dask.dedup._runtime import (
+    DedupResult,
+    StepCache,
+    join,
+)
 from curator_dask.dedup.components import (
     ROUTE_BYTES,
     budget_slots,
@@ -450,7 +450,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         return self._run_obj
 
     def _cache_root(self, run: Run) -> str:
-        from curator_dask.dedup._base import resolve_path
+        from curator_dask.dedup._runtime import resolve_path
 
         key = tokenize(run.input.fingerprint(), str(self.blocksize), self._sig_params)
         return join(resolve_path(self.cache_path), f"fuzzy-{key[:16]}")

@@ -38,14 +38,14 @@ import pandas as pd
 from dask.base import tokenize
 
 from curator_dask import _backend, config
-from curator_dask.dedup._base import (
+from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, leased, shuffle_method
+from curator_dask.dedup._params import SemanticParams, take_input_blocksize
+from curator_dask.dedup._runtime import (
     DedupResult,
     StepCache,
     join,
     resolve_path,
 )
-from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, leased, shuffle_method
-from curator_dask.dedup._params import SemanticParams, take_input_blocksize
 from curator_dask.io.parquet_dir import (
     get_fs,
     layout,

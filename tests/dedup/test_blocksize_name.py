@@ -14,7 +14,7 @@ from curator_dask.dedup import (
     FuzzyDeduplicationWorkflow,
     SemanticDeduplicationWorkflow,
 )
-from curator_dask.dedup._base import DedupInput
+from curator_dask.dedup._runtime import DedupInput
 from curator_dask.dedup.cli import register
 from curator_dask.io import JsonlReader
 

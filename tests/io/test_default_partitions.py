@@ -67,7 +67,7 @@ def test_a_small_input_stays_whole(tmp_path: Path) -> None:
 def test_a_dedup_workflow_splits_for_its_clients_workers(ten_files: Path) -> None:
     from distributed import Client, LocalCluster
 
-    from curator_dask.dedup._base import DedupInput
+    from curator_dask.dedup._runtime import DedupInput
     from curator_dask.dedup.exact import ExactDeduplicationWorkflow
 
     with (

@@ -1,12 +1,14 @@
-"""The skeleton every dedup workflow stands on.
+"""What a dedup workflow's run uses: its input, step cache, progress, client and result.
 
-One input (the io readers' listing and format choice, :mod:`curator_dask.io.formats`, or a
-dask frame), one fingerprint of it per run (the readers' own), one step-cache convention (a
-step directory named by a hash of what the step depends on, a ``_DONE`` marker, resume), one
-result type and one progress reporter. Step and output directories are written, read and
-published by :mod:`curator_dask.io.parquet_dir`. Every path is resolved on the client to an
-absolute path or a URL, and every file goes through fsspec with the workflow's
-``storage_options``, so local disks and ``s3://`` behave the same.
+The workflows' base class, the skeleton of a run, is
+:class:`~curator_dask.dedup._common.DedupWorkflow`; this module was ``dedup/_base.py``.
+One input (the io readers' listing and format choice,
+:mod:`curator_dask.io.formats`, or a dask frame), one fingerprint of it per run (the readers'
+own), one step-cache convention (a step directory named by a hash of what the step depends
+on, a ``_DONE`` marker, resume), one result type and one progress reporter. Step and output
+directories are written, read and published by :mod:`curator_dask.io.parquet_dir`. Every
+path is resolved on the client to an absolute path or a URL, and every file goes through
+fsspec with the workflow's ``storage_options``, so local disks and ``s3://`` behave the same.
 """
 
 from __future__ import annotations
