@@ -776,6 +776,8 @@ _WORKER_PRELOAD = "curator_dask._worker_warnings"
 #: The dask preload that keeps a failed task's traceback block off the terminal.
 _TASK_PRELOAD = "curator_dask._task_failures"
 _SAVED_PRELOAD: list[list[str]] = []
+#: ``curator.execution.progress`` before -q turned it off (restored when main() returns).
+_SAVED_PROGRESS: list[Any] = []
 
 
 def _log_warning(
@@ -878,8 +880,9 @@ def setup_logging(
         _SAVED_LEVELS.setdefault(name, logging.getLogger(name).level)
         logging.getLogger(name).setLevel(theirs)
     logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
-    if ours > logging.INFO:
-        dask.config.set({"curator.execution.progress": False, "curator.dedup.progress": False})
+    if ours > logging.INFO:  # until _remove_handlers: main() may be called in a process
+        _SAVED_PROGRESS[:] = [dask.config.get("curator.execution.progress", True)]
+        dask.config.set({"curator.execution.progress": False})
     return ours
 
 
@@ -1167,6 +1170,10 @@ def _remove_handlers() -> None:
     for name, level in _SAVED_LEVELS.items():
         logging.getLogger(name).setLevel(level)
     _SAVED_LEVELS.clear()
+    if _SAVED_PROGRESS:
+        import dask.config
+
+        dask.config.set({"curator.execution.progress": _SAVED_PROGRESS.pop()})
     if _SAVED_PRELOAD:
         import dask.config
 

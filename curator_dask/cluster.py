@@ -442,6 +442,21 @@ def _gpu_cluster(config: ClusterConfig) -> Any:
     )
 
 
+def active_client(client: Any = None) -> Any:
+    """``client``, else the active distributed client (``distributed.default_client()``),
+    else None (dask's local scheduler): the one lookup pipelines and dedup workflows use."""
+    if client is not None:
+        return client
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:  # "No clients found"
+        return None
+
+
 def dashboard_link(client: Any) -> str | None:
     """The link to ``client``'s dashboard; None when there is none to open.
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask._backend import backend_name
+from curator_dask.progress import batch_done
 from curator_dask.stage import ProcessingStage, Resources
 
 logger = logging.getLogger(__name__)
@@ -329,7 +330,8 @@ def run_batches(
     batch may be smaller than ``batch_size``), and the smaller size is kept for the rest,
     so the retries are bounded by ``log2(batch_size)``. The size in use at the end is
     returned, for the caller to start the next partition with. At one document the error
-    is raised again with advice.
+    is raised again with advice. Each batch done is said to a progress display following
+    the task (:func:`curator_dask.progress.batch_done`).
     """
     torch = require("torch", what)
     oom: tuple[type[BaseException], ...] = (torch.OutOfMemoryError, MemoryError)
@@ -359,6 +361,7 @@ def run_batches(
             _free_device_memory()
             continue
         start += len(idx)
+        batch_done(len(idx))  # a progress display following the task counts it now
     return out, retries, size
 
 

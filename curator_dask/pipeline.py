@@ -213,9 +213,10 @@ class Pipeline:
         """
         self.validate(need_writer=True)
         if executor is None:
+            from curator_dask.cluster import active_client
             from curator_dask.executor import DaskExecutor
 
-            client = _active_client()
+            client = active_client()
             if client is not None:
                 where = getattr(client, "scheduler", None)
                 logger.info("using the active dask client (%s)", getattr(where, "address", ""))
@@ -227,18 +228,6 @@ class Pipeline:
                 )
             executor = DaskExecutor(client=client)
         return executor.execute(self, execution_mode=execution_mode)
-
-
-def _active_client() -> Any:
-    """The client ``distributed.default_client()`` gives, or None when there is none."""
-    try:
-        from distributed import default_client
-    except ImportError:
-        return None
-    try:
-        return default_client()
-    except ValueError:  # "No clients found"
-        return None
 
 
 def _describe_io(obj: Any) -> str:

@@ -1,18 +1,33 @@
-"""One line of progress, said the same way by every command and by the library.
+"""Progress, said the same way by every command and by the library: pipelines (any
+executor) and dedup workflows alike.
 
-``say(text)`` goes through the ``curator_dask.progress`` logger when the ``curator_dask``
-logger has handlers of its own and shows INFO records (as the command line sets it up: its
-console handler prints ``<time> [curator-dask] <text>``), and is printed in that same form on
-``stream`` (stderr) otherwise. Pipelines (``executor``) and dedup workflows (``dedup``) both
-say their progress through it.
+``say(text)`` says one line: through the ``curator_dask.progress`` logger when the
+``curator_dask`` logger has handlers of its own and shows INFO records (as the command line
+sets it up: its console handler prints ``<time> [curator-dask] <text>``), printed in that same
+form on ``stream`` (stderr) otherwise.
+
+:class:`Progress` counts a step's finished work and shows ``done/total unit (%)``, the
+documents and their rate, elapsed time and ETA: on a terminal one bar redrawn in place, in
+Jupyter an HTML bar updated in place (an IPython display handle), otherwise (a log file, CI,
+a pipe) a timestamped line at most every ``interval`` seconds. Each update is also said to
+the run hooks (:func:`curator_dask.hooks.progress`). :class:`Reporter` is a run's steps
+(``step ...``, ``step ... done in``), its counters and its computations with progress.
+Whether anything is shown is ``curator.execution.progress`` (default true), for both halves.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+import threading
 import time
-from typing import TextIO
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TextIO
+
+from dask.callbacks import Callback
+
+from curator_dask import hooks
 
 logger = logging.getLogger("curator_dask.progress")
 
@@ -68,3 +83,359 @@ class ConsoleFormatter(logging.Formatter):
             said = text if record.levelno < logging.WARNING else f"{level}: {text}"
             return f"{when} {PREFIX} {said}"
         return f"{when} [{record.name}] {level}: {text}"
+
+
+# -- the display ------------------------------------------------------------------------------
+_BAR = 24
+
+
+def enabled() -> bool:
+    """``curator.execution.progress``: whether runs show their progress (default true)."""
+    from curator_dask import config
+
+    return bool(config.get("execution.progress", True))
+
+
+def _clock(value: float) -> str:
+    seconds = round(value)
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+# Why not distributed.progress: it follows futures by key prefix and shows tasks, not the
+# documents read and kept per partition that the records carry; it also needs the futures
+# of a whole run up front, where the streaming executor submits a bounded window. The same
+# display serves SequentialExecutor, which has no scheduler at all.
+def in_jupyter() -> bool:
+    """True inside a Jupyter kernel (where a bar is an HTML element, not a terminal line)."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if get is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+class Progress:
+    """Counts a step's finished work and shows ``done/total``, %, documents, elapsed, ETA.
+
+    ``name`` starts every line (a pipeline's name, a workflow's), ``step`` names the step
+    (``"hash"``, ``"minhash"``; a pipeline's written partitions: empty on the line, ``"write"``
+    to the hooks), ``unit`` what is counted. With ``run``, every update (and the start, as
+    ``n == 0``) is said to the run hooks. Safe to update from several threads.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        total: int,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        interval: float = 1.0,
+        *,
+        unit: str = "partitions",
+        step: str = "",
+        run: hooks.RunInfo | None = None,
+    ) -> None:
+        self.name = name
+        self.total = total
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.unit = unit
+        self.step = step
+        self.run = run
+        self.done = 0
+        self.read = 0
+        self.kept = 0
+        self.rows: int | None = None  # documents the finished units hold (when said)
+        self.batches = 0  # batches said by units still running or done (batch())
+        self.batch_rows = 0
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._lock = threading.RLock()
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty and isatty())
+        self._handle: Any = None  # a Jupyter display, updated in place
+        self.jupyter = stream is None and in_jupyter()
+        self._records = False
+        if run is not None:
+            hooks.progress(run, step or "write", unit, 0)
+
+    def message(self, text: str) -> None:
+        """Say one line (when enabled): :func:`say`."""
+        if self.enabled:
+            say(text, self.stream)
+
+    def _show_html(self, text: str) -> None:
+        from html import escape
+
+        from IPython.display import HTML, display
+
+        value = self.done / max(self.total, 1)
+        html = HTML(
+            f"<progress value='{value:.4f}' max='1' style='width:20em'></progress> "
+            f"<span style='font-family:monospace'>{escape(text)}</span>"
+        )
+        if self._handle is None:
+            self._handle = display(html, display_id=True)
+        else:
+            self._handle.update(html)
+
+    def status(self, step: str = "", with_docs: bool = False) -> str:
+        """The current state as one line of text."""
+        elapsed = max(time.perf_counter() - self.t0, 1e-9)
+        total = max(self.total, 1)
+        pct = 100.0 * min(self.done, total) / total
+        eta = elapsed / self.done * max(self.total - self.done, 0) if self.done else None
+        step = step or self.step
+        what = f"{step}: " if step else ""
+        docs = ""
+        if with_docs or self._records:
+            docs = f", {self.read:,} docs read ({self.read / elapsed:,.0f}/s), {self.kept:,} kept"
+        elif self.rows is not None or self.batches:
+            # the batches of running units count before the unit does; the units' own
+            # counts are exact once they are done
+            n = max(self.rows or 0, self.batch_rows)
+            batches = f" in {self.batches:,} batches" if self.batches else ""
+            docs = f", {n:,} docs{batches} ({n / elapsed:,.0f}/s)"
+        eta_text = "--:--" if eta is None else _clock(eta)
+        return (
+            f"{self.name} {what}{self.done}/{self.total} {self.unit} ({pct:.0f}%){docs}, "
+            f"elapsed {_clock(elapsed)}, ETA {eta_text}"
+        )
+
+    def update(
+        self,
+        record: Mapping[str, Any] | None = None,
+        step: str = "",
+        n: int = 1,
+        rows: int | None = None,
+    ) -> None:
+        """Count ``n`` finished units (a written partition with its ``record``; ``rows``:
+        the documents they hold)."""
+        with self._lock:
+            self.done += n
+            if record is not None:
+                self._records = True
+                self.read += int(record["stages"][0]["docs_in"])
+                self.kept += int(record["rows"])
+            if rows is not None:
+                self.rows = (self.rows or 0) + int(rows)
+            self._show(step)
+        if self.run is not None:
+            hooks.progress(self.run, self.step or "write", self.unit, n, record)
+
+    def tick(self, n: int = 1, rows: int | None = None) -> None:
+        """Count ``n`` finished units (:meth:`update` without a record)."""
+        self.update(n=n, rows=rows)
+
+    def batch(self, docs: int) -> None:
+        """Count a batch of ``docs`` documents finished inside a unit still running (a model's
+        forward pass): the line shows the documents so far and their rate between units."""
+        with self._lock:
+            self.batches += 1
+            self.batch_rows += int(docs)
+            self._show("", final=False)
+        if self.run is not None:
+            hooks.progress(self.run, self.step or "write", "documents", int(docs))
+
+    def _show(self, step: str, final: bool = True) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        last = final and self.done >= self.total
+        if self.jupyter:
+            if now - self._last >= 0.2 or last:
+                self._last = now
+                self._show_html(self.status(step))
+        elif self.tty:
+            if now - self._last >= 0.1 or last:
+                self._last = now
+                filled = int(_BAR * min(self.done, self.total) / max(self.total, 1))
+                bar = "#" * filled + "." * (_BAR - filled)
+                line = f"\r[{bar}] {self.status(step)}"
+                self.stream.write(line + ("\n" if last else ""))
+                self.stream.flush()
+        elif now - self._last >= self.interval or last:
+            self._last = now
+            self.message(self.status(step))
+
+
+# -- batches inside a task --------------------------------------------------------------------
+#: The distributed event topic of :func:`batch_done`.
+BATCH_TOPIC = "curator-dask-batch"
+_BATCH_SINKS: list[Progress] = []
+
+
+def batch_done(docs: int) -> None:
+    """Say, from inside a task, that a batch of ``docs`` documents is done (a model's forward
+    pass): on a distributed worker an event (``BATCH_TOPIC``) the client's :class:`Reporter`
+    follows; in this process (local scheduler) straight to the counters listening."""
+    worker = None
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        pass
+    if worker is not None:
+        worker.log_event(BATCH_TOPIC, {"docs": int(docs)})
+        return
+    for counter in list(_BATCH_SINKS):
+        counter.batch(docs)
+
+
+@contextlib.contextmanager
+def _following_batches(counter: Progress, client: Any) -> Iterator[None]:
+    def on_event(event: Any) -> None:
+        _, msg = event
+        counter.batch(int(msg.get("docs", 0)))
+
+    _BATCH_SINKS.append(counter)
+    if client is not None:
+        client.subscribe_topic(BATCH_TOPIC, on_event)
+    try:
+        yield
+    finally:
+        _BATCH_SINKS.remove(counter)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.unsubscribe_topic(BATCH_TOPIC)
+
+
+# -- a run's steps ----------------------------------------------------------------------------
+class Reporter:
+    """A run's steps as a person follows them, and their counters (:class:`Progress`).
+
+    ``step ... `` as a step starts, ``step ... done in <s>`` as it ends (its seconds kept in
+    :attr:`seconds`), a counter per computation. Every line starts with ``name``; shown when
+    ``curator.execution.progress`` is true. Its counters say their progress to the run hooks
+    as ``run`` (by default a ``"dedup"`` run named ``name`` on ``client``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        client: Any = None,
+        stream: TextIO | None = None,
+        run: hooks.RunInfo | None = None,
+    ) -> None:
+        self.name = name
+        self.client = client
+        self.enabled = enabled()
+        self.stream = stream or sys.stderr
+        self.run = run or hooks.RunInfo("dedup", name, client=client)
+        self.seconds: dict[str, float] = {}
+        self.t0 = time.perf_counter()
+
+    def say(self, text: str) -> None:
+        """Say one line ``<name>: <text>`` (:func:`say`)."""
+        if self.enabled:
+            say(f"{self.name}: {text}", self.stream)
+
+    def start(self) -> None:
+        """Announce the run (with the dashboard link of a distributed client) and say
+        ``on_start`` to the run hooks."""
+        from curator_dask.cluster import dashboard_link
+
+        link = dashboard_link(self.client)
+        self.say(f"started{f'; dashboard {link}' if link else ''}")
+        hooks.start(self.run)
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Time a step, printing its name as it starts and its time as it ends."""
+        self.say(f"step {name} ...")
+        t = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+        self.say(f"step {name} done in {self.seconds[name]:.1f}s")
+
+    def counter(self, label: str, total: int, unit: str) -> Progress:
+        """A counter of ``total`` units of step ``label`` (:class:`Progress`)."""
+        stream = None if self.stream is sys.stderr else self.stream
+        return Progress(self.name, total, self.enabled, stream, unit=unit, step=label, run=self.run)
+
+    def compute(
+        self,
+        tasks: Sequence[Any],
+        label: str,
+        unit: str = "partitions",
+        docs: bool = False,
+        batches: bool = False,
+    ) -> list[Any]:
+        """Compute dask ``tasks`` (delayed objects), counting them as they finish.
+
+        With ``docs``, each task's result is a frame with a ``rows`` column, and the line
+        also counts the documents done and their rate. With ``batches``, the tasks' batches
+        (:func:`batch_done`) are counted as they finish, between the tasks.
+        """
+        tasks = list(tasks)
+        counter = self.counter(label, len(tasks), unit)
+        if not tasks:
+            return []
+        client = self.client
+        follow = _following_batches(counter, client) if batches else contextlib.nullcontext()
+        with follow:
+            if client is not None:
+                from distributed import as_completed
+
+                futures = client.compute(tasks)
+                for i, done in enumerate(as_completed(futures)):
+                    result = done.result()
+                    if batches and docs and i == len(futures) - 1:
+                        _await_batches(counter, (counter.rows or 0) + (_rows(result) or 0))
+                    _count(counter, result, docs)
+                return list(client.gather(futures))
+            import dask
+
+            keys = {t.key for t in tasks}
+            with _LocalProgress(keys, counter, docs):
+                return list(dask.compute(*tasks))
+
+    def finish(self, result: Any) -> None:
+        """Say ``on_finish`` to the run hooks."""
+        hooks.finish(self.run, result)
+
+    def failed(self) -> None:
+        """Say ``on_failed`` to the run hooks."""
+        hooks.failed(self.run)
+
+    def total(self) -> float:
+        """Seconds since :meth:`start`."""
+        return time.perf_counter() - self.t0
+
+
+def _await_batches(counter: Progress, rows: int, timeout: float = 2.0) -> None:
+    """Wait (at most ``timeout`` seconds) for the workers' batch events of ``rows``
+    documents, still on their way to the client as the last task finishes."""
+    deadline = time.monotonic() + timeout
+    while counter.batch_rows < rows and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _count(counter: Progress, result: Any, docs: bool) -> None:
+    """Count one finished task (with the documents its result frame says, if ``docs``)."""
+    counter.update(rows=_rows(result) if docs else None)
+
+
+def _rows(result: Any) -> int | None:
+    """The ``rows`` a task's result frame says it wrote (None when it says nothing)."""
+    try:
+        return int(result["rows"].sum())
+    except Exception:  # not such a frame: the line counts partitions only
+        return None
+
+
+class _LocalProgress(Callback):
+    """Counts finished output tasks under the local (threaded / synchronous) schedulers."""
+
+    def __init__(self, keys: set[Any], counter: Progress, docs: bool) -> None:
+        super().__init__()
+        self.keys = keys
+        self.counter = counter
+        self.docs = docs
+
+    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, id: Any) -> None:
+        if key in self.keys:
+            _count(self.counter, result, self.docs)

@@ -280,7 +280,10 @@ def teardown_all() -> None:
         _READY.clear()
 
 
-def _release_arrow_memory() -> None:
+def release_arrow_memory() -> None:
+    """Give the pages Arrow's allocator freed back to the system (it keeps them for reuse,
+    which makes a worker's RSS creep up over many partitions); pipelines' stages and the
+    dedup workflows' tasks call it."""
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
@@ -289,7 +292,7 @@ def _release_arrow_memory() -> None:
 def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
     """Run a set-up ``stage`` on one partition; return the output and its statistics."""
     t0 = time.perf_counter()
-    _release_arrow_memory()  # what the task before this one (a reader) left behind
+    release_arrow_memory()  # what the task before this one (a reader) left behind
     n_in = len(part)
     extra: dict[str, int] = {}
     if stage.batch_size and n_in > stage.batch_size:
@@ -305,7 +308,7 @@ def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
     # Arrow's allocator (mimalloc or jemalloc) keeps what the stage freed for reuse; a
     # chain of stages then holds several partitions' worth of freed pages. Give them
     # back (a few ms) so a worker's resident memory follows its live partitions.
-    _release_arrow_memory()
+    release_arrow_memory()
     seconds = time.perf_counter() - t0
     removed_some = len(out) < n_in and isinstance(stage, Filter)
     examples = _removed_examples(stage, part, out) if removed_some else ()

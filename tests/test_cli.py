@@ -483,7 +483,7 @@ def test_quiet_hides_progress_and_log_file_keeps_it(tmp_path: Path, records: lis
 
 
 def test_progress_draws_a_bar_on_a_terminal() -> None:
-    from curator_dask.executor._progress import Progress
+    from curator_dask.progress import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -23,9 +23,9 @@ from curator_dask.dedup._runtime import (
     StepCache,
     active_client,
     join,
-    monitor,
     resolve_path,
 )
+from curator_dask.hooks import RunInfo
 from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
 from curator_dask.io.parquet_dir import (
     Staged,
@@ -37,6 +37,7 @@ from curator_dask.io.parquet_dir import (
     stage,
     write_frame,
 )
+from curator_dask.monitoring import hooks as _monitoring  # noqa: F401  (registers its hooks)
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 
@@ -211,7 +212,8 @@ class DedupWorkflow:
         inp = DedupInput.of(self)
         self._check_apart(inp)
         client = active_client(getattr(self, "client", None))
-        reporter = Reporter(self.method, client)
+        reporter = Reporter(self.method, client, run=RunInfo("dedup", self.method, output, client))
+        self._reporter = reporter  # the run hooks hear of a failure through it (leased)
         reporter.start()
         return Run(self.method, output, work, inp, StepCache(work, so), reporter, client, so)
 
@@ -285,7 +287,7 @@ class DedupWorkflow:
             stats=dict(stats or {}),
             details=dict(details or {}),
         )
-        monitor("on_dedup_result", result)
+        r.finish(result)
         if r.enabled and config.get("dedup.summary", True):  # the command line prints its own
             r.say("summary")
             print(repr(result), file=r.stream, flush=True)
@@ -297,8 +299,14 @@ def leased(run: Callable[[Any], DedupResult]) -> Callable[[Any], DedupResult]:
 
     @functools.wraps(run)
     def wrapper(self: Any) -> DedupResult:
-        with self._leases():
-            return run(self)
+        self._reporter = None
+        try:
+            with self._leases():
+                return run(self)
+        except BaseException:
+            if self._reporter is not None:  # it started: the run hooks hear it failed
+                self._reporter.failed()
+            raise
 
     return wrapper
 

@@ -5,36 +5,31 @@ The workflows' base class, the skeleton of a run, is
 One input (the io readers' listing and format choice,
 :mod:`curator_dask.io.formats`, or a dask frame), one fingerprint of it per run (the readers'
 own), one step-cache convention (a step directory named by a hash of what the step depends
-on, a ``_DONE`` marker, resume), one result type and one progress reporter. Step and output
-directories are written, read and published by :mod:`curator_dask.io.parquet_dir`. Every
-path is resolved on the client to an absolute path or a URL, and every file goes through
-fsspec with the workflow's ``storage_options``, so local disks and ``s3://`` behave the same.
+on, a ``_DONE`` marker, resume) and one result type; the progress display is
+:class:`curator_dask.progress.Reporter`, as pipelines'. Step and output directories are
+written, read and published by :mod:`curator_dask.io.parquet_dir`. Every path is resolved on
+the client to an absolute path or a URL, and every file goes through fsspec with the
+workflow's ``storage_options``, so local disks and ``s3://`` behave the same.
 """
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
-import logging
 import os
-import sys
-import time
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
-import dask
 from dask.base import tokenize
-from dask.callbacks import Callback
 
-from curator_dask import config, sizing
+from curator_dask import sizing
+from curator_dask.cluster import active_client as active_client
 from curator_dask.errors import check_columns
 from curator_dask.io import formats
 from curator_dask.io.layout import join as join  # io's path rules, for the workflows
 from curator_dask.io.layout import resolve_path as resolve_path
 from curator_dask.io.parquet_dir import get_fs, remove_tree, write_bytes_atomic
-from curator_dask.progress import say
+from curator_dask.progress import Reporter as Reporter  # the one progress display
 
 
 # -- the input --------------------------------------------------------------------------------
@@ -202,148 +197,6 @@ class StepCache:
     def clear(self, directory: str) -> None:
         """Delete a partial step directory."""
         remove_tree(directory, self.storage_options)
-
-
-# -- progress ---------------------------------------------------------------------------------
-class Reporter:
-    """Progress a person can follow on stderr: steps, a line per step, a summary table.
-
-    Lines are printed when ``curator.dedup.progress`` is true (default), at most one
-    progress line a second per step.
-    """
-
-    def __init__(self, name: str, client: Any = None, stream: TextIO | None = None) -> None:
-        self.name = name
-        self.client = client
-        self.enabled = bool(config.get("dedup.progress", True))
-        self.stream = stream or sys.stderr
-        self.seconds: dict[str, float] = {}
-        self.t0 = time.perf_counter()
-
-    def say(self, text: str) -> None:
-        """Say one line, as pipelines do (:func:`curator_dask.progress.say`)."""
-        if self.enabled:
-            say(f"{self.name}: {text}", self.stream)
-
-    def start(self) -> None:
-        """Announce the run (with the dashboard link of a distributed client)."""
-        from curator_dask.cluster import dashboard_link
-
-        link = dashboard_link(self.client)
-        self.say(f"started{f'; dashboard {link}' if link else ''}")
-
-    @contextlib.contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        """Time a step, printing its name as it starts and its time as it ends."""
-        self.say(f"step {name} ...")
-        t = time.perf_counter()
-        yield
-        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
-        self.say(f"step {name} done in {self.seconds[name]:.1f}s")
-
-    def counter(self, label: str, total: int, unit: str) -> _Counter:
-        """A done/total counter printing rate and ETA."""
-        return _Counter(self, label, total, unit)
-
-    def compute(
-        self, tasks: Sequence[Any], label: str, unit: str = "partitions", docs: bool = False
-    ) -> list[Any]:
-        """Compute dask ``tasks`` (delayed objects), printing ``done/total`` as they finish.
-
-        With ``docs``, each task's result is a frame with a ``rows`` column, and the line
-        also counts the documents done and their rate.
-        """
-        tasks = list(tasks)
-        counter = self.counter(label, len(tasks), unit)
-        if not tasks:
-            return []
-        client = self.client
-        if client is not None:
-            from distributed import as_completed
-
-            futures = client.compute(tasks)
-            for done in as_completed(futures):
-                counter.tick(rows=_rows(done.result()) if docs else None)
-            return list(client.gather(futures))
-        keys = {t.key for t in tasks}
-        with _LocalProgress(keys, counter, docs):
-            return list(dask.compute(*tasks))
-
-    def total(self) -> float:
-        """Seconds since :meth:`start`."""
-        return time.perf_counter() - self.t0
-
-
-def monitor(hook: str, *args: Any) -> None:
-    """Call ``curator_dask.monitoring.hooks.<hook>(*args)`` (live metrics); never fails a run."""
-    try:
-        from curator_dask.monitoring import hooks
-
-        getattr(hooks, hook)(*args)
-    except Exception:
-        logging.getLogger("curator_dask.dedup").debug("hook %s failed", hook, exc_info=True)
-
-
-class _Counter:
-    def __init__(self, reporter: Reporter, label: str, total: int, unit: str) -> None:
-        self.r, self.label, self.total, self.unit = reporter, label, total, unit
-        self.done = 0
-        self.t0 = time.perf_counter()
-        self.last = 0.0
-        monitor("on_dedup_progress", reporter.name, label, unit, 0)
-
-    def tick(self, n: int = 1, rows: int | None = None) -> None:
-        self.done += n
-        if rows is not None:
-            self.rows = getattr(self, "rows", 0) + rows
-        monitor("on_dedup_progress", self.r.name, self.label, self.unit, n)
-        now = time.perf_counter()
-        if now - self.last < 1.0 and self.done < self.total:
-            return
-        self.last = now
-        elapsed = max(now - self.t0, 1e-9)
-        rate = self.done / elapsed
-        eta = (self.total - self.done) / rate if rate > 0 else float("nan")
-        docs = getattr(self, "rows", None)
-        said = "" if docs is None else f", {docs:,} docs ({docs / elapsed:,.1f} docs/s)"
-        self.r.say(
-            f"  {self.label}: {self.done}/{self.total} {self.unit}{said}, "
-            f"{rate:.2f}/s, elapsed {elapsed:.0f}s, eta {eta:.0f}s"
-        )
-
-
-class _LocalProgress(Callback):
-    """Counts finished output tasks under the local (threaded / synchronous) schedulers."""
-
-    def __init__(self, keys: set[Any], counter: _Counter, docs: bool = False) -> None:
-        super().__init__()
-        self.keys = keys
-        self.counter = counter
-        self.docs = docs
-
-    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, id: Any) -> None:
-        if key in self.keys:
-            self.counter.tick(rows=_rows(result) if self.docs else None)
-
-
-def _rows(result: Any) -> int | None:
-    """The ``rows`` a task's result frame says it wrote (None when it says nothing)."""
-    try:
-        return int(result["rows"].sum())
-    except Exception:  # not such a frame: the line counts partitions only
-        return None
-
-
-def active_client(client: Any = None) -> Any:
-    """``client``, else the active distributed client, else None (local scheduler)."""
-    if client is not None:
-        return client
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
 
 
 # -- the result -------------------------------------------------------------------------------

@@ -182,7 +182,10 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
             _write_embeddings, column, join(out, "data"), so,
             meta=pd.DataFrame({"rows": pd.Series([], dtype="int64")}),
         )  # fmt: skip
-        parts = run.reporter.compute(counts.to_delayed(), "embeddings", docs=True)
+        # a model counts its batches as they finish: the line moves inside a partition
+        parts = run.reporter.compute(
+            counts.to_delayed(), "embeddings", docs=True, batches=self.embedding_column is None
+        )
         n = int(sum(int(p["rows"].sum()) for p in parts))
         run.steps.mark_done(out, {"documents": n, "layout": CACHE_LAYOUT})
         self.stats["embeddings_computed"] = 1

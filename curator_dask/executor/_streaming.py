@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from curator_dask.executor import _hooks, _oom, _tasks
-from curator_dask.executor._progress import Progress
+from curator_dask import hooks
+from curator_dask.executor import _oom, _tasks
 from curator_dask.executor.base import RunPlan
 from curator_dask.io.base import PartitionSpec
+from curator_dask.progress import Progress
 
 logger = logging.getLogger("curator_dask.executor")
 
@@ -71,6 +72,9 @@ class StreamingRun:
         self.pending: Iterator[PartitionSpec] = iter(todo)
         self.window = window
         self.progress = progress
+        self._run = hooks.RunInfo(
+            "pipeline", plan.pipeline.name, plan.layout.meta_dir, client, plan
+        )
         self.running = as_completed()
         self.inflight: dict[str, InFlight] = {}
         self.split: dict[int, _oom.SplitPartition] = {}
@@ -166,8 +170,7 @@ class StreamingRun:
         record = fut.result()
         fut.release()
         self.records.append(record)
-        self.progress.update(record)
-        _hooks.partition_done(self.plan.layout.meta_dir, self.plan.pipeline.name, record)
+        self.progress.update(record)  # shown, and said to the run hooks
         self.split.pop(what.index, None)
         for spec in self.pending:  # one partition out, the next one in
             self._submit_whole(spec)
@@ -178,7 +181,7 @@ class StreamingRun:
         if what.state is not State.MERGE and _oom.out_of_memory(exc):
             assert what.piece is not None
             assert exc is not None
-            _hooks.task_failed(self.client, self.plan, fut.key, retried=True)
+            hooks.task_failed(self._run, fut.key, retried=True)
             split = self.split.setdefault(
                 what.index, _oom.SplitPartition(what.index, self.max_splits)
             )
@@ -192,6 +195,6 @@ class StreamingRun:
             for half in halves:
                 self._submit_piece(half)
             return
-        _hooks.task_failed(self.client, self.plan, fut.key, retried=False)
+        hooks.task_failed(self._run, fut.key, retried=False)
         logger.error("partition %d failed", what.index)
         fut.result()  # raises the task's exception with its traceback

@@ -15,11 +15,13 @@ from typing import Any, Protocol
 from dask.base import tokenize
 
 from curator_dask import config as _config
+from curator_dask import hooks
 from curator_dask.executor import _tasks
-from curator_dask.executor._progress import Progress
 from curator_dask.io.base import PartitionSpec, Reader, Writer
 from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
 from curator_dask.io.writers import unify_schemas
+from curator_dask.monitoring import hooks as _monitoring  # noqa: F401  (registers its hooks)
+from curator_dask.progress import Progress
 from curator_dask.results import PipelineResult
 from curator_dask.stage import ProcessingStage, parameters_of
 
@@ -251,6 +253,11 @@ def done_records(plan: RunPlan) -> dict[int, dict[str, Any]]:
     return done
 
 
+def run_info(plan: RunPlan, client: Any = None) -> hooks.RunInfo:
+    """A pipeline run as the run hooks see it (:mod:`curator_dask.hooks`)."""
+    return hooks.RunInfo("pipeline", plan.pipeline.name, plan.layout.meta_dir, client, plan)
+
+
 class Executor:
     """Base of executors: runs a :class:`~curator_dask.pipeline.Pipeline`.
 
@@ -268,12 +275,19 @@ class Executor:
             return bool(self.progress)
         return bool(_config.get("execution.progress", True))
 
-    def _batch_steps(self, plan: RunPlan, n: int) -> Iterator[tuple[int, str, Progress]]:
+    def _progress(self, plan: RunPlan, n: int, client: Any = None, step: str = "") -> Progress:
+        """The progress display of ``n`` partitions of ``step`` (empty: written partitions),
+        saying each to the run hooks."""
+        return Progress(
+            plan.pipeline.name, n, self._progress_enabled(), step=step, run=run_info(plan, client)
+        )
+
+    def _batch_steps(
+        self, plan: RunPlan, n: int, client: Any = None
+    ) -> Iterator[tuple[int, str, Progress]]:
         """Each batch step (0 = read) with its work directory and a progress line for ``n``."""
         for step in range(len(plan.stages) + 1):
-            progress = Progress(
-                f"{plan.pipeline.name} {plan.step_names[step]}", n, self._progress_enabled()
-            )
+            progress = self._progress(plan, n, client, plan.step_names[step])
             yield step, plan.step_dir(step), progress
 
     def execute(
@@ -303,13 +317,20 @@ class Executor:
             result = self._summarise(plan, records, len(done), t0)
         else:
             with self._session(plan) as session:
-                if mode == "streaming":
-                    new = self._run_streaming(session, plan, todo)
-                else:
-                    new = self._run_batch(session, plan, todo)
-                records = self._conform(session, plan, {**done, **{r["index"]: r for r in new}})
-                result = self._summarise(plan, records, len(done), t0)
-                self._on_run_end(session, result)
+                run = run_info(plan, session)
+                hooks.start(run)
+                try:
+                    if mode == "streaming":
+                        new = self._run_streaming(session, plan, todo)
+                    else:
+                        new = self._run_batch(session, plan, todo)
+                    new_records = {r["index"]: r for r in new}
+                    records = self._conform(session, plan, {**done, **new_records})
+                    result = self._summarise(plan, records, len(done), t0)
+                except BaseException:
+                    hooks.failed(run)
+                    raise
+                hooks.finish(run, result)
         result.check()
         plan.writer.finish(result.to_dict())
         if mode == "batch" and not _config.get("execution.keep-work", False):
@@ -383,9 +404,6 @@ class Executor:
     def _session(self, plan: RunPlan) -> Iterator[Any]:
         raise NotImplementedError
         yield
-
-    def _on_run_end(self, session: Any, result: PipelineResult) -> None:
-        """Called inside the session with the result (before the accounting check)."""
 
     def _run_streaming(
         self, session: Any, plan: RunPlan, todo: list[PartitionSpec]

@@ -18,12 +18,12 @@ from curator_dask.cluster import (
     get_client,
     worker_hosts,
 )
-from curator_dask.executor import _hooks, _tasks
+from curator_dask.executor import _tasks
 from curator_dask.executor._oom import PartitionMemoryError
-from curator_dask.executor._progress import Progress
 from curator_dask.executor._streaming import StreamingRun
 from curator_dask.executor.base import Executor, RunPlan
 from curator_dask.io.base import PartitionSpec
+from curator_dask.progress import Progress
 from curator_dask.sizing import input_bytes
 from curator_dask.stage import ProcessingStage, teardown_all
 
@@ -245,12 +245,8 @@ class DaskExecutor(Executor):
                 Progress(plan.pipeline.name, 0).message(f"dashboard: {link}")
             self._setup_on_nodes(client, plan)
             check_partition_sizes(client, plan)
-            _hooks.run_start(client, plan.layout.meta_dir)
             try:
                 yield client
-            except BaseException:
-                _hooks.run_failed(plan.layout.meta_dir)
-                raise
             finally:
                 try:
                     client.run(teardown_all, on_error="ignore")
@@ -263,9 +259,6 @@ class DaskExecutor(Executor):
         if session is None:
             return super()._map(session, fn, args)
         return session.gather([session.submit(fn, *a, pure=False) for a in args])
-
-    def _on_run_end(self, session: Any, result: Any) -> None:
-        _hooks.run_end(result)
 
     def _setup_on_nodes(self, client: Any, plan: RunPlan) -> None:
         by_worker: dict[str, list[Any]] = {}
@@ -298,7 +291,7 @@ class DaskExecutor(Executor):
         self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
     ) -> list[dict[str, Any]]:
         self._check_placeable(session, plan)
-        progress = Progress(plan.pipeline.name, len(todo), self._progress_enabled())
+        progress = self._progress(plan, len(todo), session)
         return StreamingRun(session, plan, todo, self._window(session), progress).run()
 
     def _check_placeable(self, client: Any, plan: RunPlan) -> None:
@@ -320,7 +313,7 @@ class DaskExecutor(Executor):
         client = session
         self._check_placeable(client, plan)
         stats: dict[int, list[dict[str, Any]]] = {s.index: [] for s in todo}
-        for step, step_dir, progress in self._batch_steps(plan, len(todo)):
+        for step, step_dir, progress in self._batch_steps(plan, len(todo), client):
             futures = []
             markers: dict[int, dict[str, Any]] = {}
             for spec in todo:
@@ -342,7 +335,7 @@ class DaskExecutor(Executor):
             for fut in as_completed(futures):
                 marker = fut.result()
                 markers[marker["index"]] = marker
-                progress.update(step=plan.step_names[step])
+                progress.update()
             for spec in todo:
                 stats[spec.index].append(markers[spec.index]["stats"])
         last = len(plan.stages)
@@ -355,11 +348,10 @@ class DaskExecutor(Executor):
             )
             for spec in todo
         ]
-        progress = Progress(f"{plan.pipeline.name} write", len(todo), self._progress_enabled())
+        progress = self._progress(plan, len(todo), client, "write")
         records = []
         for fut in as_completed(futures):
             record = fut.result()
             records.append(record)
-            progress.update(record)
-            _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, record)
+            progress.update(record)  # shown, and said to the run hooks
         return records

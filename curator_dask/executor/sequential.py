@@ -6,8 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from curator_dask.executor import _hooks, _tasks
-from curator_dask.executor._progress import Progress
+from curator_dask.executor import _tasks
 from curator_dask.executor.base import Executor, RunPlan
 from curator_dask.io.base import PartitionSpec
 from curator_dask.stage import teardown_all
@@ -41,7 +40,7 @@ class SequentialExecutor(Executor):
     def _run_streaming(
         self, session: Any, plan: RunPlan, todo: list[PartitionSpec]
     ) -> list[dict[str, Any]]:
-        progress = Progress(plan.pipeline.name, len(todo), self._progress_enabled())
+        progress = self._progress(plan, len(todo))
         records = []
         for spec in todo:
             carry = _tasks.read_task(plan.reader, spec)
@@ -50,7 +49,6 @@ class SequentialExecutor(Executor):
             rec = _tasks.write_task(plan.writer, carry, plan.layout, plan.token(spec))
             records.append(rec)
             progress.update(rec)
-            _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, rec)
         return records
 
     def _run_batch(
@@ -67,8 +65,10 @@ class SequentialExecutor(Executor):
                 stats[spec.index].append(marker["stats"])
                 progress.update()
         records = []
+        write = self._progress(plan, len(todo), step="write")
+        write.enabled = False  # the steps' lines said it; the hooks still hear each partition
         for spec in todo:
             rec = _tasks.batch_write_task(*plan.batch_write_args(spec, stats[spec.index]))
             records.append(rec)
-            _hooks.partition_done(plan.layout.meta_dir, plan.pipeline.name, rec)
+            write.update(rec)
         return records

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from curator_dask.io._files import get_fs, is_object_store
 from curator_dask.io.layout import RunLayout, join
+from curator_dask.stage import release_arrow_memory  # the one release (pipelines' stages too)
 
 
 class Progress(Protocol):
@@ -217,12 +218,6 @@ def remove_tree(path: str, storage_options: dict[str, Any] | None) -> None:
     fs, p = get_fs(path, storage_options)
     if fs.exists(p):
         fs.rm(p, recursive=True)
-
-
-def release_arrow_memory() -> None:
-    """Give the pages Arrow's allocator freed back to the system (it keeps them for reuse,
-    which makes a worker's RSS creep up over many partitions)."""
-    pa.default_memory_pool().release_unused()
 
 
 # -- writing and publishing --------------------------------------------------------------------

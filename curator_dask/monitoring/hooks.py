@@ -1,8 +1,12 @@
-"""What the executor calls around a run: ``on_run_start(client, run_dir)``,
+"""Monitoring as a run hook: :class:`MonitoringHooks`, registered in
+:mod:`curator_dask.hooks` when this module is imported (the executors and the dedup
+workflows import it).
+
+For a pipeline run on a client it calls ``on_run_start(client, run_dir)``,
 ``on_partition_done(run_dir, pipeline, record)`` for each partition written,
 ``on_task_failed(client, plan, key, retried)``, ``on_run_end(result)`` and, when the run
-raised, ``on_run_failed(run_dir)``. The dedup workflows call
-``on_dedup_progress(workflow, step, unit, n)`` as their steps' work finishes and
+raised, ``on_run_failed(run_dir)``; for a dedup workflow
+``on_dedup_progress(workflow, step, unit, n)`` as its steps' work finishes and
 ``on_dedup_result(result)`` at the end.
 
 During a run a :class:`MemoryTimeline` samples the cluster and each partition's stage
@@ -31,6 +35,7 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from curator_dask import config as _config
+from curator_dask import hooks as _hooks
 from curator_dask.monitoring.timeline import MemoryTimeline
 
 logger = logging.getLogger("curator_dask.monitoring")
@@ -230,3 +235,46 @@ def _prometheus() -> bool:
     except ImportError:
         return False
     return True
+
+
+class MonitoringHooks(_hooks.RunCallback):
+    """The run events (:mod:`curator_dask.hooks`) to this module's functions.
+
+    A pipeline run in this process without a client (``SequentialExecutor``) feeds only the
+    per-partition metrics, as it always did: no memory sampler, no run record.
+    """
+
+    def on_start(self, run: _hooks.RunInfo) -> None:
+        if run.kind == "pipeline" and run.client is not None and run.run_dir:
+            on_run_start(run.client, run.run_dir)
+
+    def on_progress(
+        self,
+        run: _hooks.RunInfo,
+        step: str,
+        unit: str,
+        n: int,
+        record: Mapping[str, Any] | None,
+    ) -> None:
+        if run.kind == "dedup":
+            on_dedup_progress(run.name, step, unit, n)
+        elif record is not None and run.run_dir:
+            on_partition_done(run.run_dir, run.name, record)
+
+    def on_task_failed(self, run: _hooks.RunInfo, key: str, retried: bool) -> None:
+        if run.kind == "pipeline" and run.plan is not None:
+            on_task_failed(run.client, run.plan, key, retried)
+
+    def on_finish(self, run: _hooks.RunInfo, result: Any) -> None:
+        if run.kind == "dedup":
+            on_dedup_result(result)
+        elif run.client is not None:
+            on_run_end(result)
+
+    def on_failed(self, run: _hooks.RunInfo) -> None:
+        if run.kind == "pipeline" and run.client is not None and run.run_dir:
+            on_run_failed(run.run_dir)
+
+
+#: The registered instance (``MONITORING.unregister()`` turns monitoring off for the process).
+MONITORING = MonitoringHooks().register()

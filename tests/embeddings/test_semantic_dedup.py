@@ -248,7 +248,11 @@ def test_embedding_keeps_every_worker_busy_and_counts_its_partitions(tmp_path, f
     assert len([f for f in os.listdir(data) if f.endswith(".parquet")]) == 8
     # the step's line counts partitions and documents as they finish
     err = capsys.readouterr().err
-    assert re.search(rf"embeddings: 8/8 partitions, {len(frame)} docs \([\d.,]+ docs/s\)", err)
+    # (and, from the workers' events, the model's batches inside them)
+    pattern = (
+        rf"embeddings: 8/8 partitions \(100%\), {len(frame)} docs in \d+ batches \([\d.,]+/s\)"
+    )
+    assert re.search(pattern, err), err
     four = run(tmp_path / "b", dd.from_pandas(frame, npartitions=4), n_clusters=2, keep="first")
     assert removed_map(result) == removed_map(four[1])
 
@@ -276,3 +280,36 @@ def test_full_precision_switch_reaches_the_model_and_the_cache_key(tmp_path, fra
         ["semantic-dedup", "in.jsonl", "--cache-dir", "c", "--output", "o", "--no-autocast"]
     )
     assert args.autocast is False
+
+
+def test_embedding_progress_moves_with_every_batch(tmp_path, frame, capsys):
+    """Inside the embedding step every batch of the model is counted as it finishes (the run
+    hooks hear it, the line shows the documents and batches), not only each partition."""
+    from curator_dask.hooks import RunCallback
+
+    class Batches(RunCallback):
+        def __init__(self):
+            self.docs: list[int] = []
+            self.partitions = 0
+
+        def on_progress(self, run, step, unit, n, record):
+            if run.kind == "dedup" and step == "embeddings":
+                if unit == "documents":
+                    self.docs.append(n)
+                else:
+                    self.partitions += n
+
+    with Batches() as seen, dask.config.set({"curator.execution.progress": True}):
+        run(
+            tmp_path,
+            dd.from_pandas(frame, npartitions=2),
+            n_clusters=2,
+            keep="first",
+            model_inference_batch_size=1,
+        )
+    assert seen.docs == [1] * len(frame)  # one event per batch of one document
+    assert 0 < seen.partitions < len(frame)  # more often than partitions finish
+    err = capsys.readouterr().err
+    assert re.search(
+        rf"embeddings: \d+/\d+ partitions \(100%\), {len(frame)} docs in {len(frame)} batches", err
+    ), err

@@ -1,0 +1,185 @@
+"""One hook registry and one progress display for pipelines and dedup workflows alike
+(``curator_dask.hooks``, ``curator_dask.progress``): the same events reach one registered
+callback from both halves, the same bar on a terminal, the same HTML display in Jupyter."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+
+from curator_dask.dedup import ExactDeduplicationWorkflow
+from curator_dask.executor import SequentialExecutor
+from curator_dask.hooks import RunCallback, RunInfo
+from curator_dask.io import JsonlReader, JsonlWriter
+from curator_dask.pipeline import Pipeline
+from curator_dask.stage import Filter
+
+#: Progress shown, the result table not printed.
+SHOWN = {"curator.execution.progress": True, "curator.dedup.summary": False}
+TEXTS = ["dup", "a", "b", "c", "a", "e", "f", "dup", "dup"]
+
+
+class Recorder(RunCallback):
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+
+    def on_start(self, run: RunInfo) -> None:
+        self.events.append(("start", run.kind, run.name))
+
+    def on_progress(self, run: RunInfo, step: str, unit: str, n: int, record: Any) -> None:
+        self.events.append(("progress", run.kind, step, unit, n, record is not None))
+
+    def on_finish(self, run: RunInfo, result: Any) -> None:
+        self.events.append(("finish", run.kind, type(result).__name__))
+
+    def on_failed(self, run: RunInfo) -> None:
+        self.events.append(("failed", run.kind))
+
+
+class Odd(Filter):
+    def keep(self, text: pd.Series) -> pd.Series:
+        return text.str.len() % 2 == 1
+
+
+def _inputs(src: Path) -> None:
+    src.mkdir()
+    for f in range(3):
+        rows = [{"id": f"{f}-{i}", "text": TEXTS[3 * f + i]} for i in range(3)]
+        (src / f"part-{f}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _pipeline(src: Path, out: Path) -> Pipeline:
+    return Pipeline(
+        "p",
+        [JsonlReader(str(src), files_per_partition=1), Odd(), JsonlWriter(str(out))],
+    )
+
+
+def _dedup(out: Path) -> ExactDeduplicationWorkflow:
+    pdf = pd.DataFrame({"id": [f"d{i}" for i in range(9)], "text": TEXTS})
+    return ExactDeduplicationWorkflow(output_path=str(out), df=dd.from_pandas(pdf, npartitions=3))
+
+
+def test_one_callback_registered_once_hears_a_pipeline_and_a_dedup_run(tmp_path: Path) -> None:
+    _inputs(tmp_path / "src")
+    with Recorder() as rec, dask.config.set(scheduler="sync"):
+        _pipeline(tmp_path / "src", tmp_path / "out").run(SequentialExecutor(progress=False))
+        _dedup(tmp_path / "dedup").run()
+    pipe = [e for e in rec.events if e[1] == "pipeline"]
+    dedup = [e for e in rec.events if e[1] == "dedup"]
+    # the same shape from both halves: start, per-partition progress, finish
+    assert pipe[0] == ("start", "pipeline", "p")
+    assert pipe[-1] == ("finish", "pipeline", "PipelineResult")
+    written = [e for e in pipe if e[0] == "progress" and e[5]]
+    assert written == [("progress", "pipeline", "write", "partitions", 1, True)] * 3
+    assert dedup[0] == ("start", "dedup", "exact-dedup")
+    assert dedup[-1] == ("finish", "dedup", "DedupResult")
+    hashed = [e for e in dedup if e[0] == "progress" and e[2] == "hash"]
+    assert [e[4] for e in hashed] == [0, 1, 1, 1]  # the counter starts at 0, one per partition
+    assert all(e[3] == "partitions" for e in hashed)
+    # unregistered: no more events
+    n = len(rec.events)
+    _dedup(tmp_path / "again").run()
+    assert len(rec.events) == n
+
+
+def test_a_failing_run_says_so_and_a_failing_callback_does_not_fail_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken(RunCallback):
+        def on_progress(self, *args: Any) -> None:
+            raise RuntimeError("hook bug")
+
+    class Poison(Filter):
+        def keep(self, text: pd.Series) -> pd.Series:
+            raise ValueError("poisoned")
+
+    _inputs(tmp_path / "src")
+    with Recorder() as rec, Broken(), caplog.at_level(logging.ERROR, "curator_dask.hooks"):
+        result = _dedup(tmp_path / "dedup").run()  # every progress event raises in Broken
+        bad = Pipeline(
+            "bad",
+            [JsonlReader(str(tmp_path / "src")), Poison(), JsonlWriter(str(tmp_path / "o"))],
+        )
+        with pytest.raises(Exception, match="poisoned"):
+            bad.run(SequentialExecutor(progress=False))
+    assert result.removed == 3
+    assert "hook bug" in caplog.text
+    assert rec.events[-1] == ("failed", "pipeline")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_dedup_progress_is_the_pipelines_bar_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    with dask.config.set(scheduler="sync", **SHOWN):
+        _dedup(tmp_path / "dedup").run()
+    text = term.getvalue()
+    # one bar per step, redrawn in place: the pipelines' bar and line
+    bars = [line for line in text.split("\n") if line.startswith("\r[")]
+    assert any("exact-dedup hash: 3/3 partitions (100%)" in b for b in bars), text
+    hash_bar = next(b for b in bars if "hash:" in b)
+    assert hash_bar.endswith("ETA 00:00")  # redrawn in place, ended by one newline
+    assert not [ln for ln in text.splitlines() if ln[:4].isdigit() and "hash:" in ln]
+    # the steps still say when they start and end
+    assert "exact-dedup: step hash ..." in text
+
+
+def test_dedup_and_pipeline_progress_is_one_html_display_each_in_jupyter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown: list[Any] = []
+
+    class Handle:
+        def __init__(self, html: Any) -> None:
+            self.html = [html]
+
+        def update(self, html: Any) -> None:
+            self.html.append(html)
+
+    def display(html: Any, display_id: bool = False) -> Handle:
+        assert display_id
+        shown.append(Handle(html))
+        return shown[-1]
+
+    class HTML:
+        def __init__(self, data: str) -> None:
+            self.data = data
+
+    class ZMQInteractiveShell:
+        pass
+
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = ZMQInteractiveShell  # type: ignore[attr-defined]
+    display_mod = types.ModuleType("IPython.display")
+    display_mod.HTML = HTML  # type: ignore[attr-defined]
+    display_mod.display = display  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", display_mod)
+    _inputs(tmp_path / "src")
+    with dask.config.set(scheduler="sync", **SHOWN):
+        _dedup(tmp_path / "dedup").run()
+        n_dedup = len(shown)
+        _pipeline(tmp_path / "src", tmp_path / "out").run(SequentialExecutor())
+    hashed = [h for h in shown[:n_dedup] if "exact-dedup hash:" in h.html[0].data]
+    assert len(hashed) == 1  # one display for the step, updated in place
+    assert "<progress" in hashed[0].html[-1].data
+    assert "3/3 partitions (100%)" in hashed[0].html[-1].data
+    (pipe,) = shown[n_dedup:]
+    assert "p 3/3 partitions (100%)" in pipe.html[-1].data
