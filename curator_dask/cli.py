@@ -684,6 +684,23 @@ A mistake in the file is reported with the key at fault, e.g.
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _HANDLERS: list[logging.Handler] = []
+#: (logger, handler) added to another library's own logger, and (handler, filter) put on
+#: another library's handler, by setup_logging (taken off by _remove_handlers).
+_ADDED: list[tuple[logging.Logger, logging.Handler]] = []
+_FILTERED: list[tuple[logging.Handler, logging.Filter]] = []
+
+
+class _OthersAtLeast(logging.Filter):
+    """Pass curator_dask's records, and other libraries' from ``level`` up: what the
+    terminal shows of dask's warnings when the log file gets more of them."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ours = record.name == "curator_dask" or record.name.startswith("curator_dask.")
+        return ours or record.levelno >= self.level
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -822,9 +839,14 @@ def setup_logging(
         level = _LEVELS[min(max(1 - verbose + quiet, 0), len(_LEVELS) - 1)]
     ours = logging.getLevelName(level)
     theirs = logging.DEBUG if verbose >= 2 else logging.WARNING if verbose else logging.ERROR
+    # with a log file, dask's and distributed's warnings (p2p shuffles, a worker killed and
+    # restarted, Python warnings from their code) are logged for the file; the terminal
+    # still shows them only under -v
+    logged = min(theirs, logging.WARNING) if log_file else theirs
     console = logging.StreamHandler(sys.stderr)
     console.setFormatter(ConsoleFormatter())
     console.setLevel(min(ours, theirs))
+    console.addFilter(_OthersAtLeast(theirs))
     if not (debug or verbose > 0):
         # a task's failure reaches the user as the one-line error (main); the traceback of
         # an in-process worker's "Compute Failed" goes to the log file, or -v/--debug
@@ -851,7 +873,7 @@ def setup_logging(
         root.addHandler(h)
         package.addHandler(h)
     package.propagate = False
-    root.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING if verbose else logging.ERROR)
+    root.setLevel(logged)
     # distributed installs its own stderr handler (propagate=False) when first imported, from
     # the `logging` config; say our levels there so that import does not undo them.
     import dask.config
@@ -876,10 +898,30 @@ def setup_logging(
         _SAVED_PRELOAD[:] = [preload]
         dask.config.set({"distributed.worker.preload": [*preload, *missing]})
     logging.getLogger("curator_dask").setLevel(ours if not log_file else logging.DEBUG)
+    if log_file:
+        # that config is also what the worker processes start with (their stderr is the
+        # terminal); this process sets distributed's logging up now, so that the levels
+        # below (the log file's) are not reset by its first import later
+        with contextlib.suppress(ImportError):
+            import distributed  # noqa: F401
     for name in ("distributed", "dask", "py.warnings"):
         _SAVED_LEVELS.setdefault(name, logging.getLogger(name).level)
-        logging.getLogger(name).setLevel(theirs)
-    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
+        logging.getLogger(name).setLevel(logged)
+    shuffle = "distributed.shuffle._scheduler_plugin"
+    _SAVED_LEVELS.setdefault(shuffle, logging.getLogger(shuffle).level)
+    logging.getLogger(shuffle).setLevel(logging.WARNING if log_file else logging.ERROR)
+    # distributed imported before this call has its own stderr handler and does not
+    # propagate: the same level rule there, and the log file beside it
+    dist = logging.getLogger("distributed")
+    if not dist.propagate:
+        for h in dist.handlers:
+            if h not in handlers:
+                shown = _OthersAtLeast(theirs)
+                h.addFilter(shown)
+                _FILTERED.append((h, shown))
+        for h in handlers[1:]:
+            dist.addHandler(h)
+            _ADDED.append((dist, h))
     if ours > logging.INFO:  # until _remove_handlers: main() may be called in a process
         _SAVED_PROGRESS[:] = [dask.config.get("curator.execution.progress", True)]
         dask.config.set({"curator.execution.progress": False})
@@ -1174,6 +1216,12 @@ def _remove_handlers() -> None:
         import dask.config
 
         dask.config.set({"curator.execution.progress": _SAVED_PROGRESS.pop()})
+    for logger, handler in _ADDED:
+        logger.removeHandler(handler)
+    _ADDED.clear()
+    for handler, shown in _FILTERED:
+        handler.removeFilter(shown)
+    _FILTERED.clear()
     if _SAVED_PRELOAD:
         import dask.config
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import sys
 import types
 from pathlib import Path
@@ -183,3 +184,52 @@ def test_dedup_and_pipeline_progress_is_one_html_display_each_in_jupyter(
     assert "3/3 partitions (100%)" in hashed[0].html[-1].data
     (pipe,) = shown[n_dedup:]
     assert "p 3/3 partitions (100%)" in pipe.html[-1].data
+
+
+def test_log_file_gets_dask_warnings_the_terminal_does_not_show(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import warnings
+
+    import distributed  # noqa: F401  (imported first, as a test run or a notebook has it)
+
+    from curator_dask.cli import _remove_handlers, setup_logging
+
+    log = tmp_path / "run.log"
+    setup_logging(log_file=str(log))
+    try:
+        logging.getLogger("distributed.nanny").warning("Worker process 7 was killed by signal 9")
+        logging.getLogger("distributed.shuffle._scheduler_plugin").warning("Shuffle x initialized")
+        logging.getLogger("dask.dataframe").warning("a dask warning")
+        with warnings.catch_warnings():  # (this suite makes warnings errors)
+            warnings.simplefilter("always")
+            warnings.warn_explicit("a warning from dask's code", UserWarning, "dask/base.py", 1)
+        logging.getLogger("curator_dask.progress").info("our line")
+    finally:
+        _remove_handlers()
+    text = log.read_text()
+    for said in ("killed by signal 9", "Shuffle x initialized", "a dask warning", "dask's code"):
+        assert said in text, text
+    err = capfd.readouterr().err
+    assert "our line" in err
+    for said in ("killed by signal 9", "Shuffle x", "a dask warning", "dask's code"):
+        assert said not in err, err
+
+
+def test_a_commands_log_file_gets_the_shuffle_warnings_its_terminal_does_not_show(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    _inputs(tmp_path / "src")
+    log = tmp_path / "run.log"
+    cmd = [sys.executable, "-m", "curator_dask.cli", "exact-dedup", str(tmp_path / "src")]
+    cmd += ["--output", str(tmp_path / "out"), "--log-file", str(log), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["removed"] == 3
+    # the p2p shuffle's warnings of the scheduler (in the command's process)
+    shuffles = [ln for ln in log.read_text().splitlines() if "_scheduler_plugin" in ln]
+    assert any("initialized" in ln for ln in shuffles), log.read_text()
+    assert "Shuffle" not in done.stderr
+    assert re.search(r"exact-dedup hash: (\d+)/\1 partitions \(100%\)", done.stderr)
