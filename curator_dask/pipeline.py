@@ -8,7 +8,6 @@ Pipeline('empty', 0 stages; lazy: nothing runs until run())
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -217,15 +216,12 @@ class Pipeline:
             from curator_dask.executor import DaskExecutor
 
             client = active_client()
-            if client is not None:
+            if client is not None:  # said once, in the progress voice
+                from curator_dask.progress import say
+
                 where = getattr(client, "scheduler", None)
-                logger.info("using the active dask client (%s)", getattr(where, "address", ""))
-                print(
-                    f"[curator-dask] {self.name}: using the active dask client "
-                    f"({getattr(where, 'address', client)})",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                address = getattr(where, "address", client)
+                say(f"{self.name}: using the active dask client ({address})")
             executor = DaskExecutor(client=client)
         return executor.execute(self, execution_mode=execution_mode)
 

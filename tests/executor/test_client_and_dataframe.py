@@ -50,7 +50,12 @@ def test_run_uses_the_active_client_and_says_so(
         )
         result = pipeline.run()
         assert client.status == "running"  # left open
-        assert client.scheduler.address in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert client.scheduler.address in err
+        # said once, in the one progress voice: "<time> [curator-dask] mine: using ..."
+        (said,) = [ln for ln in err.splitlines() if "using the active dask client" in ln]
+        assert said[:4].isdigit(), err
+        assert "[curator-dask] mine: using" in said, err
     assert result.read == 30
     assert result.balanced
 
