@@ -51,7 +51,7 @@ def run_ours(cfg: dict, corpus: str) -> set:
 
     tmp = tempfile.mkdtemp(prefix="bench-dedup-")
     kw = {} if not cfg else {"word_ngrams": 5, "jaccard_threshold": 0.8}
-    with dask.config.set({"scheduler": "threads", "curator.dedup.progress": False}):
+    with dask.config.set({"scheduler": "threads", "curator.execution.progress": False}):
         res = FuzzyDeduplicationWorkflow(
             input_path=corpus,
             cache_path=f"{tmp}/cache",

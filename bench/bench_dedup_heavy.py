@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     df = dd.from_pandas(pdf, npartitions=8)
     rows, removed = [], {}
     tmp = tempfile.mkdtemp(prefix="bench-heavy-")
-    with dask.config.set({"scheduler": "threads", "curator.dedup.progress": False}):
+    with dask.config.set({"scheduler": "threads", "curator.execution.progress": False}):
         # a first run compiles the kernels and fills the shared minhash/LSH cache
         warm = FuzzyDeduplicationWorkflow(
             df=df, cache_path=f"{tmp}/cache", output_path=f"{tmp}/warm", num_anchors=1

@@ -116,7 +116,7 @@ def run_workflow(args) -> dict:
             memory_limit=args.memory_limit,
         ) as cluster,
         Client(cluster) as client,
-        dask.config.set({"curator.dedup.progress": True}),
+        dask.config.set({"curator.execution.progress": True}),
     ):  # fmt: skip
         w0 = client.run(_worker_usage)
         clock = _StepClock(client)
