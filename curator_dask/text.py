@@ -217,7 +217,8 @@ def nchars(text: Any) -> Any:
 def ratio(num: Any, den: Any) -> Any:
     """``num / den`` as float64, and 0 where ``den`` is 0."""
     if (
-        isinstance(num, pd.Series)
+        not is_cudf(num)
+        and isinstance(num, pd.Series)
         and isinstance(den, pd.Series)
         and isinstance(num.dtype, np.dtype)
         and isinstance(den.dtype, np.dtype)
