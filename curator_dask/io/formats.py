@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -34,6 +35,18 @@ READER_ARGUMENTS = (
 )
 
 _READERS: dict[str, type] = {}
+#: The built-in formats and the module whose import registers each one's reader: their
+#: names are known before any reader is imported (the CLI's --help lists them without
+#: importing pandas); a reader module is imported when its format is first needed.
+_BUILTIN = {"jsonl": "curator_dask.io.jsonl", "parquet": "curator_dask.io.parquet"}
+
+
+def _load_builtins() -> None:
+    for name, module in _BUILTIN.items():
+        if name not in _READERS:
+            importlib.import_module(module)
+
+
 _GLOB_CHARS = ("*", "?", "[")
 
 R = TypeVar("R", bound=type)
@@ -66,11 +79,12 @@ def unregister_reader(name: str) -> None:
 
 def reader_formats() -> tuple[str, ...]:
     """The registered formats, in the order they were registered."""
-    return tuple(_READERS)
+    return tuple(dict.fromkeys([*_BUILTIN, *_READERS]))
 
 
 def reader_class(name: str) -> type:
     """The reader of format ``name``; ``ValueError`` naming the formats if unknown."""
+    _load_builtins()
     try:
         return _READERS[name]
     except KeyError:
@@ -79,6 +93,7 @@ def reader_class(name: str) -> type:
 
 def format_of(path: str) -> str | None:
     """The format of a file from its name (its longest matching suffix), or None."""
+    _load_builtins()
     name = path.lower()
     best, length = None, 0
     for fmt, cls in _READERS.items():
@@ -100,6 +115,7 @@ def choose_format(paths: Sequence[str], storage_options: dict[str, Any] | None =
     and ``_`` names skipped). Mixed or unknown formats raise ``ValueError`` asking for
     ``input_format``; a missing input or an empty directory ``FileNotFoundError``.
     """
+    _load_builtins()
     found: set[str] = set()
     for p in paths:
         fmt = format_of(p)
@@ -151,6 +167,7 @@ def open_reader(
 
     ``arguments`` are among :data:`READER_ARGUMENTS` (``storage_options`` aside).
     """
+    _load_builtins()
     fmt = input_format or choose_format(paths, storage_options)
     return reader_class(fmt)(paths, storage_options=storage_options, **arguments)
 
