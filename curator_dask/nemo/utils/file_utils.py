@@ -113,12 +113,3 @@ def separate_by_metadata(
 
 def _counts_of(state: tuple[dict[Any, int], set[str]]) -> dict[Any, int]:
     return state[0]
-
-
-__all__ = [
-    "expand_outdir_and_mkdir",
-    "filter_files_by_extension",
-    "get_all_files_paths_under",
-    "mkdir",
-    "separate_by_metadata",
-]
