@@ -50,6 +50,17 @@ _COMMON_INPUT = """\
         and read by :mod:`curator_dask.io` (a directory: files with a JSONL or Parquet suffix,
         names starting with ``.`` or ``_`` skipped). Or give ``df``."""
 
+_OUTPUT_AND_COLUMNS = """\
+    output_path : str
+        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
+        quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
+    text_column : str
+        Column holding the text.
+    id_column : str
+        Column holding the document id (ids must be unique).
+    blocksize : int or str, optional
+        Partition size for the reader; default: from the workers' memory, at most
+        ``curator.io.blocksize``."""
 _COMMON_TAIL = """\
     input_format : {"jsonl", "parquet"}, optional
         The input's format; default: from the file suffixes.
@@ -79,16 +90,7 @@ class ExactParams:
     Parameters
     ----------
 {_COMMON_INPUT}
-    output_path : str
-        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
-        quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
-    text_column : str
-        Column holding the text.
-    id_column : str
-        Column holding the document id (ids must be unique).
-    blocksize : int or str, optional
-        Partition size for the reader; default: from the workers' memory, at most
-        ``curator.io.blocksize``.
+{_OUTPUT_AND_COLUMNS}
     hash_method : {{"md5", "xxh128", "fast128"}}
         128-bit hash of the UTF-8 text. Identical texts always share a hash; different
         texts collide with probability ~ n^2 / 2^129.
@@ -139,16 +141,7 @@ class FuzzyParams:
         Where intermediate results are checkpointed (see "Cache and resume" in
         ``docs/dedup.md``). Keyed by the input and the parameters: a changed parameter never
         reuses stale results; a restarted run continues where it stopped.
-    output_path : str
-        Where ``removed_ids/`` (and ``duplicate_groups/``, ``deduplicated/``) are written;
-        quarantined records go beside it, to ``<output_path>.curator/_quarantine/``.
-    text_column : str
-        Column holding the text.
-    id_column : str
-        Column holding the document id (ids must be unique).
-    blocksize : int or str, optional
-        Partition size for the reader; default: from the workers' memory, at most
-        ``curator.io.blocksize``.
+{_OUTPUT_AND_COLUMNS}
     char_ngrams : int, optional
         Character shingle length (raw text unless ``normalization="simple"``), instead of
         words (NeMo Curator uses 24). Default: words (``word_ngrams``).
