@@ -14,6 +14,7 @@ libcudf on cudf); no filter here loops over documents in Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -498,6 +499,18 @@ def _paragraphs(t: Any) -> Any:
     return textkit.split_rows(t, textkit.PARAGRAPH_SEPARATOR, regex=True, strip=True)
 
 
+def _unique_share(
+    text: Any, unique: str, total: str, pieces: Callable[[Any], Any], by_chars: bool
+) -> Any:
+    """Share of a document's pieces (lines or paragraphs), or of their characters, that
+    repeat no earlier piece; 1.0 for a document with none."""
+    if textkit.fused(text):
+        m = textkit.document_measures(text)
+        return textkit.ratio(m[unique], m[total]).mask(m[total] == 0, 1.0)
+    t = textkit.as_text(text)
+    return textkit.restore_index(_unique_fraction(pieces(t), len(t), by_chars), text.index)
+
+
 def _unique_fraction(rows: Any, n: int, by_char: bool) -> Any:
     """Share of pieces (or of their characters) left after dropping repeats, per doc."""
     rows["dup"] = rows.duplicated(["doc", "piece"])
@@ -531,11 +544,7 @@ class RepeatedLinesFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_line_fraction"
 
     def score(self, text: Any) -> Any:
-        if textkit.fused(text):
-            m = textkit.document_measures(text)
-            return textkit.ratio(m["unique_lines"], m["lines"]).mask(m["lines"] == 0, 1.0)
-        t = textkit.as_text(text)
-        return textkit.restore_index(_unique_fraction(_lines(t), len(t), False), text.index)
+        return _unique_share(text, "unique_lines", "lines", _lines, by_chars=False)
 
 
 @dataclass
@@ -555,13 +564,7 @@ class RepeatedParagraphsFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_paragraph_fraction"
 
     def score(self, text: Any) -> Any:
-        if textkit.fused(text):
-            m = textkit.document_measures(text)
-            return textkit.ratio(m["unique_paragraphs"], m["paragraphs"]).mask(
-                m["paragraphs"] == 0, 1.0
-            )
-        t = textkit.as_text(text)
-        return textkit.restore_index(_unique_fraction(_paragraphs(t), len(t), False), text.index)
+        return _unique_share(text, "unique_paragraphs", "paragraphs", _paragraphs, by_chars=False)
 
 
 @dataclass
@@ -581,13 +584,7 @@ class RepeatedLinesByCharFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_line_char_fraction"
 
     def score(self, text: Any) -> Any:
-        if textkit.fused(text):
-            m = textkit.document_measures(text)
-            return textkit.ratio(m["unique_line_chars"], m["line_chars"]).mask(
-                m["line_chars"] == 0, 1.0
-            )
-        t = textkit.as_text(text)
-        return textkit.restore_index(_unique_fraction(_lines(t), len(t), True), text.index)
+        return _unique_share(text, "unique_line_chars", "line_chars", _lines, by_chars=True)
 
 
 @dataclass
@@ -607,13 +604,9 @@ class RepeatedParagraphsByCharFilter(_MinScoreFilter):
     _threshold: ClassVar[str] = "min_unique_paragraph_char_fraction"
 
     def score(self, text: Any) -> Any:
-        if textkit.fused(text):
-            m = textkit.document_measures(text)
-            return textkit.ratio(m["unique_paragraph_chars"], m["paragraph_chars"]).mask(
-                m["paragraph_chars"] == 0, 1.0
-            )
-        t = textkit.as_text(text)
-        return textkit.restore_index(_unique_fraction(_paragraphs(t), len(t), True), text.index)
+        return _unique_share(
+            text, "unique_paragraph_chars", "paragraph_chars", _paragraphs, by_chars=True
+        )
 
 
 def _line_share(text: Any, pattern: str, negate: bool = False) -> Any:
