@@ -135,6 +135,18 @@ def class_table(name: str) -> np.ndarray:
     return table
 
 
+_DEVICE_TABLES: dict[str, Any] = {}
+
+
+def _table_on(xp: Any, name: str) -> Any:
+    """:func:`class_table` in ``xp``'s memory: copied to the device once per process."""
+    if xp is np:
+        return class_table(name)
+    if name not in _DEVICE_TABLES:
+        _DEVICE_TABLES[name] = xp.asarray(class_table(name))
+    return _DEVICE_TABLES[name]
+
+
 def unpack_utf8(xp: Any, units: Any) -> Any:
     """Code points from cudf's ``str.code_points()`` units (a character's UTF-8 bytes,
     packed big-endian into one integer: "é" is 0xC3A9)."""
@@ -154,7 +166,7 @@ def count_class(text: Any, name: str) -> Any:
         return count(text, _CLASSES[name])
     units = text.str.code_points().values
     xp = array_module(units)
-    hit = xp.asarray(class_table(name))[unpack_utf8(xp, units)].astype(xp.int64)
+    hit = _table_on(xp, name)[unpack_utf8(xp, units)].astype(xp.int64)
     running = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(hit)])
     ends = xp.cumsum(xp.asarray(text.str.len().values).astype(xp.int64))
     starts = xp.concatenate([xp.zeros(1, dtype=xp.int64), ends[:-1]])
