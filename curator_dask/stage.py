@@ -21,10 +21,12 @@ import dataclasses
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 from dask.base import tokenize
 
@@ -257,19 +259,44 @@ _READY: dict[str, ProcessingStage] = {}
 _READY_LOCK = threading.Lock()
 
 
+#: The last stage objects looked up, by identity: (the object, its state then, its ready one).
+_SEEN: dict[int, tuple[Any, dict[str, Any], ProcessingStage]] = {}
+
+
 def ready_stage(stage: ProcessingStage) -> ProcessingStage:
-    """Return the set-up instance of ``stage`` for this process, calling ``setup`` once."""
+    """Return the set-up instance of ``stage`` for this process, calling ``setup`` once.
+
+    The instance is found by the token of the stage's parameters; an object seen before
+    whose parameters still compare equal is found without hashing them again (a task
+    per stage and partition asks for it).
+    """
+    seen = _SEEN.get(id(stage))
+    if seen is not None and seen[0]() is stage and stage.__getstate__() == seen[1]:
+        return seen[2]
     key = stage.token()
     got = _READY.get(key)
-    if got is not None:
-        return got
-    with _READY_LOCK:
-        got = _READY.get(key)
-        if got is None:
-            got = copy.copy(stage)
-            got.setup()
-            _READY[key] = got
+    if got is None:
+        with _READY_LOCK:
+            got = _READY.get(key)
+            if got is None:
+                got = copy.copy(stage)
+                got.setup()
+                _READY[key] = got
+    state = stage.__getstate__()
+    if all(_immutable(v) for v in state.values()):  # else a change in place goes unseen
+        if len(_SEEN) >= 256:
+            _SEEN.clear()
+        _SEEN[id(stage)] = (weakref.ref(stage), dict(state), got)
     return got
+
+
+def _immutable(value: Any) -> bool:
+    """True for values that compare by content and cannot change in place."""
+    if value is None or isinstance(value, (str, bytes, int, float, bool, Resources)):
+        return True
+    if isinstance(value, (tuple, frozenset)):
+        return all(_immutable(v) for v in value)
+    return False
 
 
 def teardown_all() -> None:
@@ -278,6 +305,7 @@ def teardown_all() -> None:
         for stage in _READY.values():
             stage.teardown()
         _READY.clear()
+        _SEEN.clear()
 
 
 def release_arrow_memory() -> None:
@@ -287,6 +315,73 @@ def release_arrow_memory() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
+
+
+def maskable(stage: ProcessingStage, part: Any) -> bool:
+    """True when ``stage`` can run on ``part`` with a running mask (:func:`run_masked`).
+
+    A :class:`Filter` whose :meth:`~Filter.process` is the base's, without a
+    ``batch_size``, on a pandas frame with unique column names.
+    """
+    return (
+        isinstance(stage, Filter)
+        and type(stage).process is Filter.process
+        and not stage.batch_size
+        and isinstance(part, pd.DataFrame)
+        and part.columns.is_unique
+    )
+
+
+def run_masked(
+    stage: Filter, part: pd.DataFrame, keep: Any | None
+) -> tuple[pd.DataFrame, Any, StageStats]:
+    """Run a set-up filter on the rows of ``part`` where ``keep``, without copying any row.
+
+    A chain of filters passes the partition it was given from one filter to the next
+    with a running mask (``keep``: a boolean numpy array, one entry per row of ``part``,
+    or None for every row), and the kept rows are copied once, by
+    :func:`materialise`, where the chain ends. Returns ``part`` (with the filter's score
+    column when it writes one), the new mask and the statistics :func:`run_stage` gives
+    for the same rows: ``docs_in`` the rows kept so far, ``docs_out`` those this filter
+    keeps too, the same examples. Measures are computed for the kept rows only
+    (:func:`curator_dask.text.only_rows`).
+    """
+    from curator_dask.text import only_rows
+
+    t0 = time.perf_counter()
+    before = np.ones(len(part), bool) if keep is None else keep
+    with only_rows(part[stage.text_column], keep):
+        out, mask = stage.keep_mask(part)
+    if isinstance(mask, pd.Series) and not (
+        mask.index is part.index or mask.index.equals(part.index)
+    ):
+        # Aligned on the index as pandas' part[mask] aligns it (and raising where it raises).
+        positions = pd.Series(np.arange(len(part)), index=part.index)[mask].to_numpy()
+        flags = np.zeros(len(part), bool)
+        flags[positions] = True
+    else:
+        flags = np.asarray(mask, dtype=bool)
+    if stage.score_only:
+        out = out.assign(**{f"{stage.stage_name}_keep": mask})
+        after = before
+    else:
+        after = before & flags
+    n_in, n_out = int(before.sum()), int(after.sum())
+    examples: tuple[dict[str, str], ...] = ()
+    if n_out < n_in:
+        gone = np.flatnonzero(before & ~after)[:REMOVED_EXAMPLES]
+        examples = _examples(stage, part.iloc[gone])
+    stats = StageStats(stage.stage_name, n_in, n_out, 0, time.perf_counter() - t0, 1, {})
+    return out, after, dataclasses.replace(stats, examples=examples)
+
+
+def materialise(part: Any, keep: Any | None) -> Any:
+    """The rows of ``part`` where ``keep`` (a chain's running mask; None: all of them)."""
+    if keep is None:
+        return part
+    from curator_dask.text import filter_rows
+
+    return filter_rows(part, keep)
 
 
 def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
@@ -366,6 +461,14 @@ def _removed_examples(stage: ProcessingStage, part: Any, out: Any) -> tuple[dict
             gone = gone.to_pandas()
     except Exception:  # an index that cannot be compared: no examples, never a failed run
         return ()
+    return _examples(stage, gone)
+
+
+def _examples(stage: ProcessingStage, gone: Any) -> tuple[dict[str, str], ...]:
+    """Id and start of text of the removed rows ``gone`` (a pandas frame)."""
+    text_column = getattr(stage, "text_column", "text")
+    if text_column not in gone.columns:
+        return ()
     id_column = "id" if "id" in gone.columns else None
     return tuple(
         {
@@ -436,7 +539,12 @@ class Filter(ProcessingStage):
         """True when the subclass implements :meth:`score`."""
         return type(self).score is not Filter.score
 
-    def process(self, part: Any) -> Any:
+    def keep_mask(self, part: Any) -> tuple[Any, Any]:
+        """``part`` with the score column (when one is written) and the boolean keep mask.
+
+        What :meth:`process` computes before it keeps the rows (``score_only`` aside:
+        the mask is the filter's, never all True).
+        """
         text = part[self.text_column]
         if self.has_score():
             scores = self.score(text)
@@ -449,6 +557,10 @@ class Filter(ProcessingStage):
         mask = mask.fillna(False).astype(bool)
         if self.invert:
             mask = ~mask
+        return part, mask
+
+    def process(self, part: Any) -> Any:
+        part, mask = self.keep_mask(part)
         if self.score_only:
             return part.assign(**{f"{self.stage_name}_keep": mask})
         # Imported here: the string kit loads numba, which a stage without text need not.

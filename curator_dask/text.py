@@ -32,10 +32,11 @@ Definitions used by every filter:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -486,7 +487,9 @@ class _Cache(threading.local):
         self.h2: np.ndarray | None = None
         self.lookup: tuple[np.ndarray, np.ndarray] | None = None  # sorted h1, base row
         self.derived: dict[int, tuple[Any, np.ndarray]] = {}  # id -> (weakref, base rows)
-        self.entries: dict[Any, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+        self.entries: dict[Any, tuple[np.ndarray, np.ndarray, pd.Index]] = {}
+        # (weakref to a text's Arrow array, positions of its rows still kept): see only_rows
+        self.wanted: tuple[Any, np.ndarray] | None = None
 
     def clear(self) -> None:
         self.h1 = self.h2 = self.lookup = None
@@ -537,6 +540,46 @@ def note_rows(before: Any, after: Any, rows: np.ndarray) -> None:
         _remember(_arrow_identity(after), known[rows])
 
 
+@contextlib.contextmanager
+def only_rows(text: Any, keep: np.ndarray | None) -> Iterator[None]:
+    """Within the block, measures of ``text`` are computed for the rows where ``keep``.
+
+    A chain of filters evaluates each filter on the same partition with a running mask
+    (:func:`curator_dask.stage.run_masked`) instead of copying the kept rows after each
+    one; here the measures a filter reads (:func:`cached_measures`) are looked up, and
+    when missing computed, for the rows still kept only, so a measure first needed late
+    in the chain costs what it costs on the survivors. The other rows get zeros: their
+    scores are never used, those rows are gone already. ``keep`` is a boolean array with
+    one entry per row of ``text``; None (or all True) changes nothing. Only a pandas
+    Arrow string ``text`` is concerned (others are measured whole, as always).
+    """
+    arr = _arrow_identity(text)
+    if keep is None or arr is None or len(keep) != len(text) or bool(np.all(keep)):
+        yield
+        return
+    before = _CACHE.wanted
+    _CACHE.wanted = (weakref.ref(arr), np.flatnonzero(keep))
+    try:
+        yield
+    finally:
+        _CACHE.wanted = before
+
+
+def _selected(arr: pa.ChunkedArray | None) -> np.ndarray | None:
+    """Positions of the rows still kept of the text whose Arrow array is ``arr`` (only_rows)."""
+    wanted = _CACHE.wanted
+    if wanted is None or arr is None or wanted[0]() is not arr:
+        return None
+    return wanted[1]
+
+
+def _spread(values: np.ndarray, columns: pd.Index, sel: np.ndarray, text: Any) -> pd.DataFrame:
+    """Measures of rows ``sel`` of ``text`` as a frame of every row (zeros elsewhere)."""
+    full = np.zeros((len(text), values.shape[1]), values.dtype)
+    full[sel] = values
+    return _frame(full, columns, text.index)
+
+
 def _base_rows(text: Any, t: Any) -> np.ndarray:
     """Rows of the base holding ``text``'s documents; ``text`` becomes the base if needed."""
     pieces = _chunk_series(t)
@@ -560,11 +603,11 @@ def _base_rows(text: Any, t: Any) -> np.ndarray:
     return np.arange(len(h1))
 
 
-def _frame(values: np.ndarray, columns: list[str], index: Any) -> pd.DataFrame:
+def _frame(values: np.ndarray, columns: pd.Index, index: Any) -> pd.DataFrame:
     return pd.DataFrame(values, columns=columns, index=index, copy=False)
 
 
-def _lookup(key: Any, rows: np.ndarray) -> tuple[np.ndarray, list[str]] | None:
+def _lookup(key: Any, rows: np.ndarray) -> tuple[np.ndarray, pd.Index] | None:
     entry = _CACHE.entries.get(key)
     if entry is None:
         return None
@@ -612,6 +655,15 @@ def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame])
         t = as_text(text)
         rows = _base_rows(text, t)
         _remember(arr, rows)
+    sel = _selected(arr)
+    if sel is not None:
+        hit = _lookup(key, rows[sel])
+        if hit is None:  # measure the rows still kept, and only those
+            sub = _gather_column(text, sel, text.index[sel])
+            _remember(_arrow_identity(sub), rows[sel])
+            frame = cached_measures(sub, key, compute)
+            hit = (frame.to_numpy(), frame.columns)
+        return _spread(hit[0], hit[1], sel, text)
     hit = _lookup(key, rows)
     if hit is not None:
         return _frame(hit[0], hit[1], text.index)
@@ -625,7 +677,9 @@ def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame])
     else:
         frame = pd.concat([compute(p) for p in pieces], ignore_index=True)
     values = frame.to_numpy()
-    columns = list(frame.columns)
+    # The same Index object for every frame of these measures: pandas builds an Index's
+    # lookup table once, and a filter reads a column or two of a cached frame.
+    columns = frame.columns
     order = np.argsort(rows, kind="stable")
     _CACHE.entries[key] = (rows[order], values[order], columns)
     return _frame(values, columns, text.index)
@@ -633,9 +687,14 @@ def cached_measures(text: Any, key: Any, compute: Callable[[Any], pd.DataFrame])
 
 def cached_rows(text: Any, key: Any) -> pd.DataFrame | None:
     """The measures under ``key`` of every document of ``text`` if all are cached, else None."""
-    rows = _known_rows(_arrow_identity(text))
+    arr = _arrow_identity(text)
+    rows = _known_rows(arr)
     if rows is None:
         return None
+    sel = _selected(arr)
+    if sel is not None:
+        hit = _lookup(key, rows[sel])
+        return None if hit is None else _spread(hit[0], hit[1], sel, text)
     hit = _lookup(key, rows)
     return None if hit is None else _frame(hit[0], hit[1], text.index)
 

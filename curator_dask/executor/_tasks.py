@@ -14,13 +14,23 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from curator_dask import _backend
 from curator_dask.io.base import PartitionSpec, Reader, Writer, empty_quarantine
 from curator_dask.io.layout import META_PARQUET, RunLayout, part_name
-from curator_dask.stage import ProcessingStage, StageStats, ready_stage, run_stage
+from curator_dask.stage import (
+    ProcessingStage,
+    StageStats,
+    maskable,
+    materialise,
+    ready_stage,
+    release_arrow_memory,
+    run_masked,
+    run_stage,
+)
 
 
 # -- streaming mode ---------------------------------------------------------------------------
@@ -33,6 +43,15 @@ class Carry:
     quarantine: pd.DataFrame | None
     stats: list[dict[str, Any]] = field(default_factory=list)
     removed: list[Any] | None = None  # with keep_removed: what each stage dropped
+    #: The rows of ``part`` still kept (a boolean array) while a chain of filters runs on
+    #: it without copying it (:func:`~curator_dask.stage.run_masked`); None: every row.
+    keep: Any | None = None
+
+    def materialised(self) -> Carry:
+        """This carry with only its kept rows in ``part`` (copied once) and no mask."""
+        if self.keep is None:
+            return self
+        return replace(self, part=materialise(self.part, self.keep), keep=None)
 
 
 def _dropped(part: Any, out: Any, stage: ProcessingStage, n_removed: int) -> Any | None:
@@ -68,8 +87,28 @@ def stage_task(stage: ProcessingStage, carry: Carry, keep_removed: bool = False)
 
     With ``keep_removed`` the rows the stage dropped travel on with the partition, tagged
     with the stage's name, to be written by the write task.
+
+    Consecutive filters share the partition they were given: each narrows the carry's
+    running mask (:func:`~curator_dask.stage.run_masked`) and the kept rows are copied
+    once, before the next stage that is not such a filter or the write; the statistics
+    are those of filtering stage by stage.
     """
-    out, stats = run_stage(ready_stage(stage), carry.part)
+    ready = ready_stage(stage)
+    if maskable(ready, carry.part):
+        release_arrow_memory()  # what the task before this one (a reader) left behind
+        part, keep, stats = run_masked(ready, carry.part, carry.keep)  # type: ignore[arg-type]
+        removed = carry.removed
+        if keep_removed:
+            removed = list(removed or [])
+            before = np.ones(len(part), bool) if carry.keep is None else carry.keep
+            rows = np.flatnonzero(before & ~keep)
+            if len(rows):  # the rows as this stage got them: no column of its own
+                removed.append(carry.part.iloc[rows].assign(removed_by=stage.stage_name))
+        return replace(
+            carry, part=part, keep=keep, stats=[*carry.stats, stats.to_dict()], removed=removed
+        )
+    carry = carry.materialised()
+    out, stats = run_stage(ready, carry.part)
     removed = carry.removed
     if keep_removed:
         removed = list(removed or [])
@@ -98,6 +137,7 @@ def write_task(
     (e.g. ``{"split": ...}`` for a partition computed in pieces).
     """
     t0 = time.perf_counter()
+    carry = carry.materialised()
     n_in = len(carry.part)
     written = writer.write_partition(carry.part, carry.index)
     if carry.quarantine is not None:
@@ -219,6 +259,7 @@ def write_pieces_task(
     unsplit run gives them (the statistics also hold ``split``), so resume and downstream
     readers see no difference.
     """
+    carries = [c.materialised() for c in carries]
     part = _concat_frames([c.part for c in carries])
     quarantines = [c.quarantine for c in carries if c.quarantine is not None]
     quarantines = [q for q in quarantines if len(q)] or quarantines[:1] or [empty_quarantine()]

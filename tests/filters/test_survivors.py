@@ -16,10 +16,11 @@ import pytest
 
 import curator_dask.text as text_kit
 from curator_dask import _text_kernels as K
-from curator_dask.executor import SequentialExecutor
+from curator_dask.executor import SequentialExecutor, _tasks
 from curator_dask.filters import heuristic_filters
 from curator_dask.io import JsonlWriter
 from curator_dask.pipeline import Pipeline
+from curator_dask.stage import StageStats, run_stage
 
 #: Documents in several scripts that the English set mostly drops early, with duplicates.
 OTHER = [
@@ -143,3 +144,81 @@ def test_removals_by_the_early_rules_are_accounted_for_per_stage(corpus, tmp_pat
     assert stats["WordCountFilter"].removed > 0
     assert stats["CommonEnglishWordsFilter"].removed > 0
     assert sum(stats[f.stage_name].removed for f in filters) == result.removed
+
+
+def _stage_by_stage(part: pd.DataFrame, filters: list) -> tuple[pd.DataFrame, list, list]:
+    """Each filter on the survivors of the one before, as a copy (filter_rows) per filter."""
+    stats, removed = [], []
+    for f in filters:
+        out, s = run_stage(f, part)
+        stats.append(s)
+        if s.removed:
+            removed.append(part[~part.index.isin(out.index)].assign(removed_by=f.stage_name))
+        part = out
+    return part, stats, removed
+
+
+@pytest.mark.parametrize("order", [slice(None), slice(None, None, -1)], ids=["default", "reversed"])
+def test_a_chain_of_filters_copies_the_kept_rows_once_and_keeps_the_same(
+    corpus, order, monkeypatch
+):
+    """The executor's stage tasks pass a running mask from filter to filter: the text is
+    copied where a measure is computed for the rows still kept and once at the write (not
+    after every filter that removes some), and the kept rows, their scores, every stage's
+    counts and examples and the removed rows are those of copying the survivors after
+    each filter."""
+    text_kit.clear_measures()
+    expected, expected_stats, expected_removed = _stage_by_stage(corpus, _scored_filters(order))
+    text_kit.clear_measures()
+    keep, _ = _every_filter_on_every_document(corpus)
+    assert expected.index.equals(corpus.index[keep.to_numpy()])
+
+    gathered = []
+    gather = K.gather_strings
+
+    def counting(offsets, data, rows):
+        gathered.append(len(rows))
+        return gather(offsets, data, rows)
+
+    monkeypatch.setattr(K, "gather_strings", counting)
+    carry = _tasks.Carry(0, corpus, None)
+    for f in _scored_filters(order):
+        carry = _tasks.stage_task(f, carry, keep_removed=True)
+    # Copies of the rows still kept where the words, the common words, the character
+    # and line measures and the n-grams are first computed; none per removing filter.
+    assert len(gathered) <= 4 < len(expected_removed)
+    out = carry.materialised().part
+    text_kit.clear_measures()
+    assert gathered[-1] == len(expected)  # the kept rows, once
+    pd.testing.assert_frame_equal(out, expected)
+    stats = [StageStats.from_dict(d) for d in carry.stats]
+    assert [s.to_dict() | {"seconds": 0} for s in stats] == [
+        s.to_dict() | {"seconds": 0} for s in expected_stats
+    ]
+    pd.testing.assert_frame_equal(pd.concat(carry.removed), pd.concat(expected_removed))
+
+
+def test_a_chain_of_filters_measures_the_rows_it_still_keeps_only(corpus, monkeypatch):
+    measured = {"document_stats": 0, "ngram_stats": 0, "word_list_counts": 0}
+
+    def counting(name):
+        kernel = getattr(K, name)
+
+        def run(offsets, *args):
+            measured[name] += len(offsets) - 1
+            return kernel(offsets, *args)
+
+        return run
+
+    for name in measured:
+        monkeypatch.setattr(K, name, counting(name))
+    text_kit.clear_measures()
+    carry, entering = _tasks.Carry(0, corpus, None), {}
+    for f in heuristic_filters():
+        entering[f.stage_name] = carry.stats[-1]["docs_out"] if carry.stats else len(corpus)
+        carry = _tasks.stage_task(f, carry)
+    text_kit.clear_measures()
+    assert entering["CommonEnglishWordsFilter"] < len(corpus)
+    assert measured["word_list_counts"] == entering["CommonEnglishWordsFilter"]
+    assert measured["document_stats"] == entering["NonAlphaNumericFilter"]
+    assert measured["ngram_stats"] == entering["RepeatingTopNGramsFilter_2"]
