@@ -144,6 +144,20 @@ def test_setup_once_per_process_and_state_not_pickled(frame):
     teardown_all()
 
 
+def test_a_stage_changed_after_its_setup_is_set_up_again_for_its_new_parameters(frame):
+    from curator_dask.filters import WordCountFilter
+
+    teardown_all()
+    stage = WordCountFilter(min_words=1)
+    first = ready_stage(stage)
+    assert ready_stage(stage) is first  # found again, parameters unchanged
+    stage.min_words = 3  # a notebook user changes a threshold and runs again
+    again = ready_stage(stage)
+    assert again is not first and again.min_words == 3
+    assert ready_stage(WordCountFilter(min_words=1)) is first  # an equal stage: the same
+    teardown_all()
+
+
 def test_stats_add():
     a = StageStats("f", 10, 7, 1, 0.5, 1, {"oom_retries": 1})
     b = StageStats("f", 5, 5, 0, 0.25, 1, {"oom_retries": 2})
