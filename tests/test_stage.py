@@ -153,7 +153,8 @@ def test_a_stage_changed_after_its_setup_is_set_up_again_for_its_new_parameters(
     assert ready_stage(stage) is first  # found again, parameters unchanged
     stage.min_words = 3  # a notebook user changes a threshold and runs again
     again = ready_stage(stage)
-    assert again is not first and again.min_words == 3
+    assert again is not first
+    assert again.min_words == 3
     assert ready_stage(WordCountFilter(min_words=1)) is first  # an equal stage: the same
     teardown_all()
 
