@@ -8,9 +8,15 @@ once with ``--gpu`` on the cudf backend (``DASK_DATAFRAME__BACKEND=cudf``), on t
 sample unless ``--input`` names another JSONL file. Every output dataset is read back,
 sorted by id and hashed (id and text); the GPU run passes when its hashes equal the CPU's
 (when they differ, the Jaccard similarity of the two removed-id sets says by how much:
-semantic dedup embeds in half precision on a GPU by default).
-Then ``bench/bench_minhash_gpu.py``. One table at the end (the ``gpu`` tests' counts from
-``--tests-log`` too), and ``OUT/gpu_check.json``. Exit status: the number of failures.
+semantic dedup embeds in half precision on a GPU by default). Fuzzy dedup runs a second
+time on the GPU with the shingles hashed there too (``curator.dedup.shingle-device: gpu``,
+row ``fuzzy-dedup gpu-shingle``), against the same CPU run. Semantic dedup's k-means
+(cuML under the cudf backend) is compared with the CPU run's by the clustering it gives
+(row ``semantic k-means``: :func:`kmeans_row`).
+Then ``bench/bench_minhash_gpu.py`` and ``bench/bench_kmeans_gpu.py`` (cuML against the
+host's k-means on ``--kmeans-vectors`` synthetic vectors, 1M by default). One table at the
+end (the ``gpu`` tests' counts from ``--tests-log`` too), and ``OUT/gpu_check.json``. Exit
+status: the number of failures.
 """
 
 from __future__ import annotations
@@ -65,10 +71,73 @@ def _overlap(a: str, b: str) -> float | None:
     return round(len(x & y) / len(x | y), 4) if x | y else None
 
 
+#: The GPU runs of each command, against its CPU run: mode -> (command, environment).
+#: ``gpu-shingle`` is fuzzy dedup with the shingles hashed on the device too
+#: (``curator.dedup.shingle-device: gpu``; ``gpu`` leaves the default, the host).
+GPU_RUNS: dict[str, tuple[str, dict[str, str]]] = {
+    "gpu": ("", {"DASK_DATAFRAME__BACKEND": "cudf"}),
+    "gpu-shingle": (
+        "fuzzy-dedup",
+        {"DASK_DATAFRAME__BACKEND": "cudf", "DASK_CURATOR__DEDUP__SHINGLE_DEVICE": "gpu"},
+    ),
+}
+
+
+def compare_runs(check: str, cpu: dict, gpu: dict) -> dict:
+    """One row: a GPU run against the CPU run of the same command, outputs by hash.
+
+    ``cpu`` and ``gpu`` hold ``rc``, ``s``, ``outputs`` (paths) and ``digest`` (one
+    ``(rows, hash)`` per output). Where both ran and differ, ``removed_jaccard`` says how
+    far apart the first outputs' ids are.
+    """
+    result: dict = {"check": check, "outputs": [os.path.basename(p) for p in cpu["outputs"]]}
+    for mode, r in (("cpu", cpu), ("gpu", gpu)):
+        result[f"{mode}_rc"], result[f"{mode}_s"] = r["rc"], r["s"]
+        result[f"{mode}_digest"] = r["digest"]
+    ran = cpu["rc"] == 0 and gpu["rc"] == 0
+    same = ran and cpu["digest"] == gpu["digest"]
+    result["status"] = "ok" if same else "FAIL"
+    if ran and not same:
+        result["removed_jaccard"] = _overlap(cpu["outputs"][0], gpu["outputs"][0])
+    return result
+
+
+def kmeans_row(cpu_cache: str, gpu_cache: str) -> dict:
+    """The semantic-dedup runs' k-means, GPU against CPU: the same clustering within tolerance?
+
+    Reads each run's step cache (``<cache>/semantic/kmeans-*``: ``centroids.npy`` and the
+    ``_DONE`` marker, which says on which device k-means ran) and the CPU run's embeddings,
+    labels every vector with its nearest centroid of either set and compares them
+    (:func:`curator_dask.dedup.semantic.kmeans_agreement`). Passes when the GPU run's
+    k-means ran on the GPU (cuML) and agrees within ``KMEANS_AGREEMENT``.
+    """
+    import numpy as np
+
+    from curator_dask.dedup.semantic import KMEANS_AGREEMENT, _read_matrix, kmeans_agreement
+
+    found = {}
+    for mode, cache in (("cpu", cpu_cache), ("gpu", gpu_cache)):
+        dirs = sorted(glob.glob(os.path.join(cache, "semantic", "kmeans-*")))
+        done = [d for d in dirs if os.path.exists(os.path.join(d, "_DONE"))]
+        if not done:
+            return {"check": "semantic k-means", "status": "FAIL", "detail": f"no {mode} cache"}
+        with open(os.path.join(done[-1], "_DONE"), encoding="utf-8") as f:
+            marker = json.load(f)
+        found[mode] = (np.load(os.path.join(done[-1], "centroids.npy")), marker)
+    emb = os.path.join(cpu_cache, "semantic", "embeddings-*", "data", "*.parquet")
+    emb = sorted(glob.glob(emb))
+    vectors = np.concatenate([_read_matrix(f, None) for f in emb])
+    agreement = kmeans_agreement(vectors, found["cpu"][0], found["gpu"][0])
+    devices = {m: found[m][1].get("device", "host") for m in found}
+    ok = agreement["equal"] and devices["gpu"] == "gpu"
+    detail = {"devices": devices, **agreement, "tolerance": KMEANS_AGREEMENT}
+    return {"check": "semantic k-means", "status": "ok" if ok else "FAIL", "detail": detail}
+
+
 def _commands(data: str, work: str, mode: str) -> dict[str, tuple[list[str], list[str]]]:
     """name -> (argv, output datasets to compare) for one mode (cpu or gpu)."""
     out = os.path.join(work, mode)
-    flags = ["--gpu"] if mode == "gpu" else ["--n-workers", "4"]
+    flags = ["--gpu"] if mode.startswith("gpu") else ["--n-workers", "4"]
     pipeline = os.path.join(work, f"pipeline-{mode}.yaml")
     with open(os.path.join(ROOT, "examples", "pipeline.yaml"), encoding="utf-8") as f:
         text = f.read()
@@ -92,7 +161,8 @@ def _commands(data: str, work: str, mode: str) -> dict[str, tuple[list[str], lis
         "semantic-dedup": (
             [*cli, "semantic-dedup", data, "--cache-dir", os.path.join(out, "sem-cache"),
              "--output", os.path.join(out, "semantic"), *flags,
-             *(["--device", "cuda", "--no-autocast"] if mode == "gpu" else ["--device", "cpu"])],
+             *(["--device", "cuda", "--no-autocast"] if mode.startswith("gpu")
+               else ["--device", "cpu"])],
             [os.path.join(out, "semantic", "removed_ids")],
         ),
     }  # fmt: skip
@@ -130,6 +200,32 @@ def _tests(log: str | None) -> dict[str, int]:
     return {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error|errors)", tail)}
 
 
+def _device_benches(args: argparse.Namespace) -> list[tuple[str, list[str], str]]:
+    """The benchmarks after the commands: (row name, argv after python, result JSON file)."""
+    out = []
+    if not args.no_bench:
+        out.append(
+            ("bench_minhash_gpu", [os.path.join(HERE, "bench_minhash_gpu.py"), "--out", args.out],
+             "minhash_gpu.json")
+        )  # fmt: skip
+    if args.kmeans_vectors:
+        out.append(
+            (f"k-means {args.kmeans_vectors:,} vectors",
+             [os.path.join(HERE, "bench_kmeans_gpu.py"), "--vectors", str(args.kmeans_vectors),
+              "--max-iter", "10", "--out", args.out],
+             "kmeans_gpu.json")
+        )  # fmt: skip
+    return out
+
+
+def _brief(name: str, figures: dict) -> dict:
+    """What a benchmark row shows of its JSON."""
+    if "agreement" in figures or "host" in figures:
+        keep = ("host", "gpu", "agreement")
+        return {k: figures[k] for k in keep if k in figures}
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", required=True)
@@ -140,66 +236,69 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=float, default=300, help="seconds one command may take (default 300)"
     )
     ap.add_argument("--no-bench", action="store_true", help="leave out bench/bench_minhash_gpu.py")
+    ap.add_argument(
+        "--kmeans-vectors", type=int, default=1_000_000,
+        help="synthetic vectors for bench/bench_kmeans_gpu.py, cuML against the host (0: none)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     work = os.path.abspath(os.path.join(args.out, "work"))
     os.makedirs(work, exist_ok=True)
     data = os.path.abspath(args.input)
     rows: list[dict] = []
     failures = 0
-    cmds = {mode: _commands(data, work, mode) for mode in ("cpu", "gpu")}
+    cmds = {mode: _commands(data, work, mode) for mode in ("cpu", *GPU_RUNS)}
     for name in cmds["cpu"]:
         if name in args.skip:
             continue
-        result: dict = {"check": name}
-        # the CPU and the GPU run of one command at once: the CPU run uses the host's cores,
-        # the GPU run mostly the device, and the proof takes half the device time
+        # the CPU and the GPU runs of one command at once: the CPU run uses the host's
+        # cores, the GPU runs mostly the device, and the proof takes half the device time
+        modes = ["cpu", *(m for m, (cmd, _) in GPU_RUNS.items() if cmd in ("", name))]
         started = {}
-        for mode in ("cpu", "gpu"):
+        for mode in modes:
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")]).rstrip(
                 os.pathsep
             )
-            if mode == "gpu":
-                env["DASK_DATAFRAME__BACKEND"] = "cudf"
+            env.update(GPU_RUNS.get(mode, ("", {}))[1])
             log = os.path.join(args.out, f"{name}-{mode}.log")
             started[mode] = _start(cmds[mode][name][0], env, log)
-        for mode in ("cpu", "gpu"):
+        runs = {}
+        for mode in modes:
             rc, wall = _wait(started[mode], args.timeout)
             outputs = cmds[mode][name][1]
-            result[f"{mode}_rc"] = rc
-            result[f"{mode}_s"] = round(wall, 1)
-            result[f"{mode}_digest"] = [digest(p) if rc == 0 else None for p in outputs]
-            result["outputs"] = [os.path.basename(p) for p in outputs]
-        same = result["cpu_rc"] == 0 and result["gpu_rc"] == 0
-        same = same and result["cpu_digest"] == result["gpu_digest"]
-        result["status"] = "ok" if same else "FAIL"
-        if not same and result["cpu_rc"] == 0 and result["gpu_rc"] == 0:
-            # semantic dedup embeds under autocast (fp16) on a GPU: say how far apart
-            cpu_out, gpu_out = cmds["cpu"][name][1][0], cmds["gpu"][name][1][0]
-            result["removed_jaccard"] = _overlap(cpu_out, gpu_out)
-        failures += not same
-        rows.append(result)
-        print(json.dumps(result), flush=True)
-    if not args.no_bench:
-        bench = os.path.join(HERE, "bench_minhash_gpu.py")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+            runs[mode] = {
+                "rc": rc, "s": round(wall, 1), "outputs": outputs,
+                "digest": [digest(p) if rc == 0 else None for p in outputs],
+            }  # fmt: skip
+        for mode in modes[1:]:
+            check = name if mode == "gpu" else f"{name} {mode}"
+            row = compare_runs(check, runs["cpu"], runs[mode])
+            failures += row["status"] != "ok"
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if "semantic-dedup" not in args.skip:
+        row = kmeans_row(
+            os.path.join(work, "cpu", "sem-cache"), os.path.join(work, "gpu", "sem-cache")
+        )
+        failures += row["status"] != "ok"
+        rows.append(row)
+        print(json.dumps(row, default=float), flush=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    for name, argv, result_file in _device_benches(args):
         rc, wall = _wait(
-            _start(
-                [sys.executable, bench, "--out", args.out],
-                env,
-                os.path.join(args.out, "bench_minhash_gpu.log"),
-            ),
+            _start([sys.executable, *argv], env, os.path.join(args.out, f"{name}.log")),
             args.timeout,
         )
         figures = {}
-        path = os.path.join(args.out, "minhash_gpu.json")
-        if rc == 0 and os.path.exists(path):
+        path = os.path.join(args.out, result_file)
+        if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 figures = json.load(f)
         failures += rc != 0
         rows.append(
-            {"check": "bench_minhash_gpu", "status": "ok" if rc == 0 else "FAIL", "detail": figures}
-        )
+            {"check": name, "status": "ok" if rc == 0 else "FAIL", "gpu_s": round(wall, 1),
+             "detail": _brief(name, figures)}
+        )  # fmt: skip
     if args.tests_log:
         # scripts/gpu_check.sh runs the tests beside the commands and writes LOG.rc at the end
         rc_file = os.path.splitext(args.tests_log)[0] + ".rc"
@@ -216,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
             0, {"check": "pytest -m gpu", "status": "ok" if ok else "FAIL", "detail": tests}
         )
     with open(os.path.join(args.out, "gpu_check.json"), "w", encoding="utf-8") as f:
-        json.dump(rows, f, indent=1)
-    print(f"\n{'check':<20} {'status':<6} {'cpu s':>7} {'gpu s':>7}  detail")
+        json.dump(rows, f, indent=1, default=float)
+    print(f"\n{'check':<26} {'status':<6} {'cpu s':>7} {'gpu s':>7}  detail")
     for r in rows:
         detail = r.get("detail")
         if detail is None:
@@ -229,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                 detail += f" removed-ids Jaccard {r['removed_jaccard']}"
         cpu_s = r.get("cpu_s", "")
         gpu_s = r.get("gpu_s", "")
-        print(f"{r['check']:<20} {r['status']:<6} {cpu_s!s:>7} {gpu_s!s:>7}  {detail}")
+        print(f"{r['check']:<26} {r['status']:<6} {cpu_s!s:>7} {gpu_s!s:>7}  {detail}")
     return failures
 
 

@@ -69,6 +69,34 @@ def _numpy_error(name: str, err: BaseException) -> ImportError | None:
     )
 
 
+#: The settings :func:`device_for` accepts: ``auto`` follows the dataframe backend.
+DEVICES = ("auto", "host", "gpu")
+
+
+def device_for(key: str, library: str) -> str:
+    """Where a step with a host and a GPU implementation runs: ``"host"`` or ``"gpu"``.
+
+    The one seam for such choices (semantic dedup's k-means is one): the step reads its
+    ``curator.<key>`` setting here and keeps one table of implementations, never an
+    ``if gpu`` of its own. ``auto`` (the default) follows dask's dataframe backend: ``gpu``
+    under cudf when ``library`` (the GPU implementation's RAPIDS package, e.g. ``cuml``)
+    imports, else ``host``, since both give the same result (each step says to what
+    tolerance); ``gpu`` requires ``library`` and says in one line which extra installs it;
+    ``host`` never touches it.
+
+    >>> import dask
+    >>> with dask.config.set({"curator.dedup.kmeans-device": "auto"}):
+    ...     device_for("dedup.kmeans-device", "cuml")  # the pandas backend
+    'host'
+    """
+    setting = str(dask.config.get(f"curator.{key}", default="auto"))
+    if setting not in DEVICES:
+        raise ValueError(f"curator.{key} must be one of {'|'.join(DEVICES)}, got {setting!r}")
+    if setting == "host" or (setting == "auto" and backend_name() == "pandas"):
+        return "host"
+    return "gpu" if import_rapids(library, required=setting == "gpu") is not None else "host"
+
+
 def frame_module(name: str | None = None) -> ModuleType:
     """Return the module (``pandas`` or ``cudf``) that builds partitions for ``name``."""
     name = name or backend_name()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -37,7 +38,7 @@ import numpy as np
 import pandas as pd
 from dask.base import tokenize
 
-from curator_dask import _backend, config
+from curator_dask import _backend
 from curator_dask.dedup._common import UID_SHIFT, DedupWorkflow, Run, leased, shuffle_method
 from curator_dask.dedup._params import SemanticParams, take_input_blocksize
 from curator_dask.dedup._runtime import (
@@ -205,17 +206,12 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         n = sum(sizes)
         n_clusters = min(self.n_clusters, n)
         centroids, iterations = np.zeros((0, 0), np.float32), 0
-        # where k-means runs changes speed, not (beyond float rounding) results: config
-        device = str(config.get("dedup.kmeans-device", "host"))
-        if device not in ("host", "gpu"):
-            raise ValueError(f"curator.dedup.kmeans-device must be host|gpu, got {device!r}")
-        if n_clusters and device == "gpu":
-            centroids, iterations = kmeans_cuml(
-                files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, self.client
-            )
-        elif n_clusters:
-            centroids, iterations = kmeans_distributed(
-                files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run.reporter
+        # where k-means runs changes speed, not (beyond KMEANS_AGREEMENT) results: config,
+        # through the backend's one seam (auto: cuML under the cudf backend)
+        device = _backend.device_for("dedup.kmeans-device", "cuml")
+        if n_clusters:
+            centroids, iterations = KMEANS[device](
+                files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run
             )
         write_bytes_atomic(_npy_bytes(centroids), join(out, "centroids.npy"), so)
         data = layout(join(out, "data"), so)
@@ -225,7 +221,13 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         ]
         run.reporter.compute(tasks, "assign clusters")
         run.steps.mark_done(
-            out, {"n_clusters": int(n_clusters), "iterations": iterations, "layout": CACHE_LAYOUT}
+            out,
+            {
+                "n_clusters": int(n_clusters),
+                "iterations": iterations,
+                "layout": CACHE_LAYOUT,
+                "device": device,
+            },
         )
         self.stats["kmeans_computed"] = 1
         return out
@@ -817,6 +819,124 @@ def kmeans_distributed(
         if shift <= KMEANS_TOL:
             break
     return centroids, it
+
+
+def _kmeans_host(
+    files: list[str], sizes: list[int], n_clusters: int, seed: int, max_iter: int,
+    storage_options: dict[str, Any] | None, run: Any,
+) -> tuple[np.ndarray, int]:  # fmt: skip
+    return kmeans_distributed(
+        files, sizes, n_clusters, seed, max_iter, storage_options, run.reporter
+    )
+
+
+def _kmeans_gpu(
+    files: list[str], sizes: list[int], n_clusters: int, seed: int, max_iter: int,
+    storage_options: dict[str, Any] | None, run: Any,
+) -> tuple[np.ndarray, int]:  # fmt: skip
+    return kmeans_cuml(files, sizes, n_clusters, seed, max_iter, storage_options, run.client)
+
+
+#: Semantic dedup's k-means by the device :func:`curator_dask._backend.device_for` picks
+#: from ``curator.dedup.kmeans-device`` (``auto``: ``gpu`` under the cudf backend where
+#: cuML imports). Each takes the part files, their rows, ``n_clusters``, ``seed``,
+#: ``max_iter``, the storage options and the run; returns ``(centroids, iterations)``.
+KMEANS: dict[str, Callable[..., tuple[np.ndarray, int]]] = {
+    "host": _kmeans_host,
+    "gpu": _kmeans_gpu,
+}
+
+#: How close two k-means of the same vectors must be to count as the same clustering (the
+#: GPU's cuML against the host's numpy, float32 sums in another order): an adjusted Rand
+#: index of the labels of at least ``ari`` and, after matching centroids one to one,
+#: no coordinate further apart than ``centroid_atol``. See :func:`kmeans_agreement`.
+KMEANS_AGREEMENT = {"ari": 0.99, "centroid_atol": 1e-3}
+
+
+def adjusted_rand_index(a: np.ndarray, b: np.ndarray) -> float:
+    """The adjusted Rand index of two labelings of the same rows (1.0: the same partition).
+
+    Label values need not match, only which rows share a label (Hubert and Arabie's
+    correction for chance: 0.0 is what random labelings give on average).
+
+    >>> adjusted_rand_index(np.array([0, 0, 1, 1]), np.array([5, 5, 2, 2]))
+    1.0
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        raise ValueError(f"labelings of different lengths: {a.shape} and {b.shape}")
+    n = len(a)
+    if n < 2:
+        return 1.0
+    _, ia = np.unique(a, return_inverse=True)
+    _, ib = np.unique(b, return_inverse=True)
+    # the contingency table, sparse: one count per (label in a, label in b) pair present
+    _, joint = np.unique(ia.astype(np.int64) * (int(ib.max()) + 1) + ib, return_counts=True)
+
+    def pairs(counts: np.ndarray) -> float:
+        c = counts.astype(np.float64)
+        return float((c * (c - 1) / 2).sum())
+
+    both = pairs(joint)
+    sum_a, sum_b = pairs(np.bincount(ia)), pairs(np.bincount(ib))
+    total = n * (n - 1) / 2
+    expected = sum_a * sum_b / total
+    top = (sum_a + sum_b) / 2
+    if top == expected:  # both labelings are one cluster, or both all singletons
+        return 1.0
+    return (both - expected) / (top - expected)
+
+
+def matched_centroid_gap(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest coordinate difference between two centroid sets matched one to one.
+
+    Pairs are taken closest first (squared distance), each centroid used once, so two
+    runs that number their clusters differently compare cluster by cluster; for two
+    near-equal sets (the use here) that is the matching of least total distance. ``inf``
+    when the sets differ in shape.
+
+    >>> matched_centroid_gap(np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([[1.0, 1.5], [0.0, 0.0]]))
+    0.5
+    """
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    if not a.size:
+        return 0.0
+    cost = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
+    free_a = np.ones(len(a), bool)
+    free_b = np.ones(len(b), bool)
+    gap = 0.0
+    for flat in np.argsort(cost, axis=None, kind="stable"):
+        i, j = divmod(int(flat), len(b))
+        if free_a[i] and free_b[j]:
+            free_a[i] = free_b[j] = False
+            gap = max(gap, float(np.abs(a[i] - b[j]).max()))
+            if not free_a.any():
+                break
+    return gap
+
+
+def kmeans_agreement(
+    vectors: np.ndarray, centroids_a: np.ndarray, centroids_b: np.ndarray
+) -> dict[str, Any]:
+    """How far two k-means results on ``vectors`` are apart, against :data:`KMEANS_AGREEMENT`.
+
+    Each row is labelled with its nearest centroid of either set; returns ``ari`` (the
+    labels' :func:`adjusted_rand_index`), ``centroid_gap`` (:func:`matched_centroid_gap`)
+    and ``equal`` (both within the tolerance).
+    """
+    vectors = np.asarray(vectors, np.float32)
+    la = _nearest(vectors, np.asarray(centroids_a, np.float32))
+    lb = _nearest(vectors, np.asarray(centroids_b, np.float32))
+    ari = adjusted_rand_index(la, lb)
+    gap = matched_centroid_gap(centroids_a, centroids_b)
+    tol = KMEANS_AGREEMENT
+    return {
+        "ari": round(ari, 6),
+        "centroid_gap": gap,
+        "equal": bool(ari >= tol["ari"] and gap <= tol["centroid_atol"]),
+    }
 
 
 def _assign(vectors: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -231,3 +231,7 @@ def test_cuml_kmeans_on_gpu_workers_equals_reference(tmp_path):
         got, it = kmeans_cuml(files, sizes, 10, 5, 100, None, client)
     assert it >= 1
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-4)
+    from curator_dask.dedup.semantic import kmeans_agreement
+
+    agreement = kmeans_agreement(v, ref, got)
+    assert agreement["equal"], agreement
