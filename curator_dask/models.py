@@ -315,6 +315,25 @@ def batch_order(lengths: np.ndarray, sort_by_length: bool) -> np.ndarray:
     return np.arange(len(lengths))
 
 
+#: How the CUDA libraries under torch say they ran out of memory when torch's own allocator
+#: did not (its ``OutOfMemoryError``): a plain ``RuntimeError`` from cuBLAS's or cuDNN's
+#: workspace allocation, or CUDA's own ``cudaErrorMemoryAllocation`` text.
+OOM_MESSAGES = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` says a batch did not fit: a smaller batch may.
+
+    ``torch.OutOfMemoryError`` (torch's caching allocator), ``MemoryError`` (the host, or
+    RMM's ``bad_alloc`` when torch allocates through RMM), or a ``RuntimeError`` with one of
+    :data:`OOM_MESSAGES` (cuBLAS, cuDNN or a CUDA call outside torch's allocator). Any
+    other ``RuntimeError`` is a bug, not a size, and is not retried.
+    """
+    if isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(err, RuntimeError) and any(m in str(err) for m in OOM_MESSAGES)
+
+
 def run_batches(
     order: np.ndarray,
     batch_size: int,
@@ -325,16 +344,17 @@ def run_batches(
     """Run ``forward`` over ``order`` in batches; return outputs in input order, retries, size.
 
     ``forward(idx)`` returns a float array of shape ``(len(idx), width)``. When a batch
-    runs out of memory (``torch.OutOfMemoryError`` on a GPU, ``MemoryError`` on the CPU)
-    the batch is retried at half the size **of the batch that failed** (a partition's last
-    batch may be smaller than ``batch_size``), and the smaller size is kept for the rest,
+    runs out of memory (:func:`is_out_of_memory`: ``torch.OutOfMemoryError`` on a GPU,
+    ``MemoryError`` on the CPU, cuBLAS's or cuDNN's allocation failures) the batch is
+    retried at half the size **of the batch that failed** (a partition's last batch may be
+    smaller than ``batch_size``), and the smaller size is kept for the rest,
     so the retries are bounded by ``log2(batch_size)``. The size in use at the end is
     returned, for the caller to start the next partition with. At one document the error
     is raised again with advice. Each batch done is said to a progress display following
     the task (:func:`curator_dask.progress.batch_done`).
     """
     torch = require("torch", what)
-    oom: tuple[type[BaseException], ...] = (torch.OutOfMemoryError, MemoryError)
+    oom: tuple[type[BaseException], ...] = (torch.OutOfMemoryError, MemoryError, RuntimeError)
     out = np.zeros((len(order), width), dtype=np.float32)
     retries = 0
     size = batch_size
@@ -344,6 +364,8 @@ def run_batches(
         try:
             out[idx] = forward(idx)
         except oom as err:
+            if not is_out_of_memory(err):
+                raise
             failed = len(idx)
             if failed == 1:
                 raise type(err)(
