@@ -142,3 +142,83 @@ def test_the_device_benchmarks_include_cuml_kmeans_on_a_million_vectors() -> Non
     argv = gpu_check._device_benches(args)[1][1]
     assert argv[0].endswith("bench_kmeans_gpu.py")
     assert argv[argv.index("--vectors") + 1] == "1000000"
+
+
+def test_gpu_bench_steps_reach_its_own_cluster_and_shingle_on_the_device(tmp_path: Path) -> None:
+    files = [str(tmp_path / "corpus" / "part-0000.parquet")]
+    steps = bench_gpu_e2e._steps(files, str(tmp_path), "gpu", 4, "/x/scheduler.json")
+    assert bench_gpu_e2e.SHINGLE_STEP in steps
+    for argv, _ in steps.values():
+        _parse(argv)
+        assert argv[argv.index("--scheduler-file") + 1] == "/x/scheduler.json"
+        assert "--gpu" not in argv
+    host, device = steps["fuzzy"], steps[bench_gpu_e2e.SHINGLE_STEP]
+    assert host[1] != device[1]  # their own outputs
+
+
+def _fake_rapids(monkeypatch, pool: int | None, peak: int, spilled: int) -> None:
+    """Stand-ins for the rmm and cudf names worker_gpu_memory reads (no GPU here)."""
+    import types
+
+    stats = types.SimpleNamespace(current_bytes=peak // 2, peak_bytes=peak)
+    upstream = types.SimpleNamespace(pool_size=lambda: pool) if pool else object()
+    adaptor = types.SimpleNamespace(upstream_mr=upstream)
+    rmm = types.ModuleType("rmm")
+    rmm.mr = types.SimpleNamespace(get_current_device_resource=lambda: adaptor)
+    rmm.statistics = types.SimpleNamespace(get_statistics=lambda: stats)
+    monkeypatch.setitem(sys.modules, "rmm", rmm)
+    manager = types.SimpleNamespace(
+        statistics=types.SimpleNamespace(
+            spill_totals={("gpu", "cpu"): (spilled, 0.5), ("cpu", "gpu"): (spilled // 4, 0.1)}
+        )
+    )
+    names = ["cudf", "cudf.core", "cudf.core.buffer", "cudf.core.buffer.spill_manager"]
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    sys.modules[names[-1]].get_global_manager = lambda: manager  # type: ignore[attr-defined]
+
+
+def test_worker_memory_reads_the_pool_rmm_statistics_and_cudf_spills(monkeypatch) -> None:
+    _fake_rapids(monkeypatch, pool=8 << 30, peak=3 << 30, spilled=1 << 30)
+    got = bench_gpu_e2e.worker_gpu_memory()
+    assert got["pool_bytes"] == 8 << 30
+    assert (got["rmm_peak_bytes"], got["rmm_current_bytes"]) == (3 << 30, 3 << 29)
+    assert (got["spilled_bytes"], got["unspilled_bytes"]) == (1 << 30, 1 << 28)
+    _fake_rapids(monkeypatch, pool=None, peak=0, spilled=0)
+    assert bench_gpu_e2e.worker_gpu_memory()["pool_bytes"] is None
+
+
+def test_memory_delta_takes_the_largest_worker_and_the_spills_of_the_step() -> None:
+    mb = 2**20
+    before = {"w1": {"spilled_bytes": 100 * mb}, "w2": {"spilled_bytes": 0}}
+    after = {
+        "w1": {"pool_bytes": 900 * mb, "rmm_peak_bytes": 300 * mb, "spilled_bytes": 150 * mb},
+        "w2": {"pool_bytes": 1000 * mb, "rmm_peak_bytes": 200 * mb, "spilled_bytes": 20 * mb},
+    }
+    got = bench_gpu_e2e.memory_delta(before, after)
+    assert got == {
+        "workers": 2, "rmm_pool_mb": 1000.0, "rmm_peak_mb": 300.0, "spilled_mb": 70.0,
+        "unspilled_mb": 0.0,
+    }  # fmt: skip
+
+
+def test_the_device_shingles_row_is_compared_with_the_cpus_fuzzy() -> None:
+    def run(digest: str, wall: float) -> dict:
+        return {"rc": 0, "wall_s": wall, "digest": [[5, digest]], "gpu_peak_mb": 10}
+
+    results = {
+        "steps": {
+            "fuzzy": {"gpu": run("a", 2.0), "cpu": run("a", 40.0)},
+            bench_gpu_e2e.SHINGLE_STEP: {"gpu": dict(run("a", 1.0), memory={"rmm_pool_mb": 9})},
+        }
+    }
+    lines = bench_gpu_e2e.summarize(results, cores=4)
+    row = results["steps"][bench_gpu_e2e.SHINGLE_STEP]
+    assert row["equal"] is True
+    assert row["equal_host_shingles"] is True
+    assert row["gpu_over_cpu"] == 40.0
+    assert len(lines) == 3
+    assert " 9 " in lines[2]
+    results["steps"][bench_gpu_e2e.SHINGLE_STEP]["gpu"]["digest"] = [[5, "b"]]
+    bench_gpu_e2e.summarize(results, cores=4)
+    assert row["equal"] is False
