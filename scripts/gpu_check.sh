@@ -2,23 +2,29 @@
 # The GPU proof in one call, on a CUDA machine (docs/gpu.md, "Running the GPU checks"):
 #   1. RAPIDS: used if `import cudf` works; otherwise installed, with no network and no
 #      resolver, from the wheels carried to /var/tmp/wheels, .gpuwheels/wheels or .whl
-#      (what the machine lacks of `curator_dask[gpu-cu13]`'s closure, e.g. the list
-#      ../shared/tools/rapids-cu13-py312.txt packed by wheel_chunks.sh) into a folder put
-#      first on PYTHONPATH;
+#      (what the machine lacks of `curator_dask[gpu-cu13]`'s closure, e.g. the lists
+#      ../shared/tools/rapids-cu13-py312.txt and scripts/cuml-cu13-py312.txt packed by
+#      wheel_chunks.sh) into a folder put first on PYTHONPATH;
 #   2. every `gpu`-marked test, beside
-#   3. bench/gpu_check.py: run, exact-dedup, fuzzy-dedup --perform-removal and
-#      semantic-dedup with --gpu on the cudf backend against the same commands on CPU,
-#      outputs compared by hash, then the GPU MinHash benchmark, and one summary table.
+#   3. bench/gpu_check.py: run, exact-dedup, fuzzy-dedup --perform-removal (also with the
+#      shingles hashed on the GPU) and semantic-dedup with --gpu on the cudf backend against
+#      the same commands on CPU, outputs compared by hash; semantic dedup's k-means (cuML)
+#      against the CPU's clustering; then the GPU MinHash benchmark and cuML's k-means on
+#      1M vectors against all cores, and one summary table.
 # Logs and JSON go to $OUT (default out/gpu). Exit status: failures (0 = all equal).
 set -uo pipefail
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 PY=${PY:-python3}
-if ! "$PY" -c "import cudf" >/dev/null 2>&1; then
+# cuML (semantic dedup's GPU k-means) is carried the same way, in the same folder
+# (scripts/cuml-cu13-py312.txt): the folder is installed when either does not import.
+if ! "$PY" -c "import cudf, cuml" >/dev/null 2>&1; then
   WHEELS=""
   for d in /var/tmp/wheels .gpuwheels/wheels .gpuwheels .whl; do
-    if [ -d "$d" ] && ls "$d"/cudf_cu1*.whl >/dev/null 2>&1; then WHEELS=$d; break; fi
+    if [ -d "$d" ] && { compgen -G "$d/cudf_cu1*.whl" || compgen -G "$d/cuml_cu1*.whl"; } >/dev/null; then
+      WHEELS=$d; break
+    fi
   done
   if [ -n "$WHEELS" ]; then
     # The wheels are installed as they are (no resolver, no network) into a target folder
@@ -29,7 +35,7 @@ if ! "$PY" -c "import cudf" >/dev/null 2>&1; then
       --target "$SITE" "$WHEELS"/*.whl 2>&1 | tail -5 | tee "$OUT/install.log"
     export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
   else
-    echo "gpu_check: cudf is not importable and no wheels in /var/tmp/wheels or .gpuwheels" | tee "$OUT/install.log"
+    echo "gpu_check: cudf or cuml is not importable and no wheels in /var/tmp/wheels or .gpuwheels" | tee "$OUT/install.log"
   fi
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}

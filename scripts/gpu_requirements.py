@@ -4,7 +4,7 @@
     python3 scripts/gpu_requirements.py [gpu-cu12]
 
 For `pip download`/`pip install --no-index --find-links` on a machine with no network
-(scripts/gpu_check.sh). The optional parts (crossfit, nvidia-ml-py) are left out.
+(scripts/gpu_check.sh). The optional part (nvidia-ml-py) is left out.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import configparser
 import sys
 from pathlib import Path
 
-OPTIONAL = ("crossfit", "nvidia-ml-py")
+OPTIONAL = ("nvidia-ml-py",)
 
 if __name__ == "__main__":
     cfg = configparser.ConfigParser()

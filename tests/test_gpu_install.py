@@ -88,6 +88,20 @@ def test_the_gpu_extras_pin_the_numpy_the_message_names() -> None:
         assert f"numpy>=2.0,<{_backend.NUMPY_CEILING}" in extras[extra].split("\n"), extra
 
 
+def test_the_gpu_extras_install_no_crossfit() -> None:
+    """crossfit 0.0.9 cannot run on the pinned cudf 26.10 (docs/gpu.md, "crossfit"): its
+    outputs are built with ``cudf.core.column.ListColumn(...)``, which 26.10 refuses
+    ("must be instantiated via from_pylibcudf"), and its tokenizer imports
+    ``cudf.core.subword_tokenizer``, gone; its own GPU extra names cu12 builds only. The
+    project's torch path is the one kept, so the extras do not install it."""
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parent.parent / "setup.cfg")
+    extras = cfg["options.extras_require"]
+    for extra in ("gpu", "gpu-cu12", "gpu-cu13"):
+        names = [line.strip().split(">")[0].split("=")[0] for line in extras[extra].split("\n")]
+        assert "crossfit" not in names, extra
+
+
 def test_gpu_cluster_without_cudf_still_asks_only_for_dask_cuda(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "cudf", None)  # not installed
     monkeypatch.setitem(sys.modules, "dask_cuda", None)
