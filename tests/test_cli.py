@@ -19,14 +19,11 @@ import pytest
 import yaml
 
 from curator_dask import Filter, Modifier
-from curator_dask.cli import (
-    ConfigError,
-    add_cluster_args,
-    cluster_config_from_args,
-    main,
-    run_config_from_dict,
-)
+from curator_dask.cli import main
+from curator_dask.cli.cluster_args import add_cluster_args, cluster_config_from_args
+from curator_dask.cli.pipeline_file import run_config_from_dict
 from curator_dask.cluster import ClusterConfig
+from curator_dask.errors import ConfigError
 
 
 @dataclass(kw_only=True)
@@ -517,7 +514,7 @@ def test_hash_methods_written_out_in_the_cli_match_the_workflow() -> None:
 def test_pipeline_schema_is_a_valid_json_schema_and_checks_ranges(tmp_path: Path) -> None:
     import jsonschema
 
-    from curator_dask.cli import pipeline_schema
+    from curator_dask.cli.pipeline_file import pipeline_schema
 
     jsonschema.Draft202012Validator.check_schema(pipeline_schema())
     data = pipeline_dict(tmp_path, tmp_path / "out")

@@ -193,7 +193,7 @@ def test_log_file_gets_dask_warnings_the_terminal_does_not_show(
 
     import distributed  # noqa: F401  (imported first, as a test run or a notebook has it)
 
-    from curator_dask.cli import _remove_handlers, setup_logging
+    from curator_dask.cli.console import _remove_handlers, setup_logging
 
     log = tmp_path / "run.log"
     setup_logging(log_file=str(log))

@@ -124,7 +124,7 @@ def test_an_unreadable_parquet_file_is_one_quarantine_row_naming_it(tmp_path: Pa
             "writer": {"class": "JsonlWriter", "params": {"path": str(out)}},
         }
         if how == "lib":
-            from curator_dask.cli import run_config_from_dict
+            from curator_dask.cli.pipeline_file import run_config_from_dict
             from curator_dask.executor import SequentialExecutor
 
             run_config_from_dict(spec).pipeline.run(SequentialExecutor())

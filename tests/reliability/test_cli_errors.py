@@ -95,7 +95,7 @@ def test_runtime_errors_of_other_kinds_are_short(tmp_path: Path) -> None:
     tested in tests/integration/test_faults_io.py)."""
     import errno as errno_mod
 
-    from curator_dask.cli import describe_error
+    from curator_dask.cli.failures import describe_error
 
     full = OSError(errno_mod.ENOSPC, "could not write /o/part-00001.jsonl: No space left")
     code, msg = describe_error(full)
@@ -124,7 +124,7 @@ def test_config_section_applies_to_the_reader(tmp_path: Path) -> None:
         str(tmp_path / "out"),
         config={"curator.io.max-document-bytes": 100, "curator.io.blocksize": "1KB"},
     )
-    from curator_dask.cli import load_run_config
+    from curator_dask.cli.pipeline_file import load_run_config
 
     run = load_run_config(f)
     assert run.pipeline.reader.max_document_bytes == 100

@@ -110,7 +110,7 @@ def test_refused_credentials_are_one_clear_message() -> None:
     """What s3fs raises for a bad key (moto accepts any key, so the error is built here)."""
     from botocore.exceptions import ClientError, NoCredentialsError
 
-    from curator_dask.cli import describe_error
+    from curator_dask.cli.failures import describe_error
 
     code, msg = describe_error(NoCredentialsError())
     assert code == 1

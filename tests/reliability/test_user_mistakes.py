@@ -316,7 +316,7 @@ def test_explicit_workers_are_started_as_asked() -> None:
 
     import dask.config
 
-    from curator_dask.cli import cluster_config_from_args
+    from curator_dask.cli.cluster_args import cluster_config_from_args
 
     with dask.config.set({"curator.cluster.processes": "auto"}):
         asked = cluster_config_from_args(argparse.Namespace(n_workers=2))
@@ -329,7 +329,8 @@ def test_explicit_workers_are_started_as_asked() -> None:
 
 @pytest.mark.parametrize("command", ["run", "exact-dedup", "fuzzy-dedup", "semantic-dedup"])
 def test_every_option_says_its_default_once(command: str) -> None:
-    from curator_dask.cli import HelpFormatter, build_parser
+    from curator_dask.cli import build_parser
+    from curator_dask.cli.console import HelpFormatter
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]

@@ -1,0 +1,7 @@
+"""``python -m curator_dask.cli``: the ``curator-dask`` command."""
+
+import sys
+
+from curator_dask.cli import main
+
+sys.exit(main())
