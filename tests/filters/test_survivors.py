@@ -222,3 +222,38 @@ def test_a_chain_of_filters_measures_the_rows_it_still_keeps_only(corpus, monkey
     assert measured["word_list_counts"] == entering["CommonEnglishWordsFilter"]
     assert measured["document_stats"] == entering["NonAlphaNumericFilter"]
     assert measured["ngram_stats"] == entering["RepeatingTopNGramsFilter_2"]
+
+
+def test_a_run_with_a_modifier_between_filters_writes_and_counts_what_stage_by_stage_does(
+    corpus, tmp_path
+):
+    """The running mask stops at a stage that is not a plain filter: the kept rows are
+    copied before it, and the filters after it start a new mask on its output."""
+    from curator_dask.modifiers import WhitespaceNormalizer
+
+    frame = corpus.assign(id=[f"d{i}" for i in corpus["n"]])
+    filters = heuristic_filters()
+    stages = [*filters[:6], WhitespaceNormalizer(), *filters[6:]]
+    text_kit.clear_measures()
+    expected, expected_stats, expected_removed = _stage_by_stage(frame, stages)
+    text_kit.clear_measures()
+    out = tmp_path / "out"
+    df = dd.from_pandas(frame, npartitions=1)
+    pipeline = Pipeline.from_dataframe(df, [*stages, JsonlWriter(str(out))])
+    pipeline.keep_removed = True
+    result = pipeline.run(SequentialExecutor(progress=False))
+    text_kit.clear_measures()
+    kept = pd.concat(pd.read_json(f, lines=True) for f in sorted(out.glob("*.jsonl")))
+    assert kept["id"].tolist() == expected["id"].tolist()
+    assert kept["text"].tolist() == expected["text"].tolist()
+    got = {s.name: (s.docs_in, s.docs_out) for s in result.stages}
+    assert got == {
+        "DataFrameReader": (len(frame), len(frame)),
+        **{s.name: (s.docs_in, s.docs_out) for s in expected_stats},
+        "JsonlWriter": (len(expected), len(expected)),
+    }
+    removed = pd.read_parquet(str(out) + ".curator/_removed")
+    want = pd.concat(expected_removed)
+    assert sorted(zip(removed["id"], removed["removed_by"], strict=True)) == sorted(
+        zip(want["id"], want["removed_by"], strict=True)
+    )
