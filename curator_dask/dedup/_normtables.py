@@ -50,7 +50,7 @@ import threading
 import unicodedata
 import zipfile
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -154,8 +154,33 @@ def _load_or_build() -> NormTables:
     tables = _load(path)
     if tables is None:
         tables = _build()
-        _save(tables, path)
+        _save(tables._asdict(), path)
     return tables
+
+
+def derived(name: str, code: bytes, build: Callable[[], tuple[np.ndarray, ...]]) -> tuple:
+    """Arrays that ``build`` derives from the tables, cached beside them.
+
+    Saved in :func:`curator_dask.config.cache_dir` under a name that digests the tables'
+    own (:func:`_digest`) and ``code`` (the source of the code that derives them), so that,
+    like the tables, they are built once per machine and loaded by every later process.
+    Without a usable cache directory each process builds them.
+    """
+    from curator_dask.config import cache_dir
+
+    directory = cache_dir()
+    if directory is None:
+        return build()
+    key = hashlib.sha256(_digest().encode() + code).hexdigest()[:24]
+    path = os.path.join(directory, f"{name}-{key}.npz")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return tuple(f[f"a{i}"] for i in range(len(f.files)))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        pass
+    arrays = tuple(build())
+    _save({f"a{i}": a for i, a in enumerate(arrays)}, path)
+    return arrays
 
 
 def _digest() -> str:
@@ -179,14 +204,14 @@ def _load(path: str) -> NormTables | None:
     return NormTables(**{**arrays, "max_tokens": int(arrays["max_tokens"])})
 
 
-def _save(tables: NormTables, path: str) -> None:
-    """Write ``tables`` to ``path`` atomically; a cache that cannot be written is skipped."""
+def _save(arrays: dict[str, Any], path: str) -> None:
+    """Write ``arrays`` to ``path`` atomically; a cache that cannot be written is skipped."""
     tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **tables._asdict())
+            np.savez(f, **arrays)
         os.replace(tmp, path)  # readers see the old name or a whole file, never a part
         tmp = None
     except OSError:

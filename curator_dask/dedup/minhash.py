@@ -62,7 +62,7 @@ from curator_dask.dedup._normtables import SECOND as _SECOND
 from curator_dask.dedup._normtables import SIGMA as _SIGMA
 from curator_dask.dedup._normtables import UNKNOWN as _UNKNOWN
 from curator_dask.dedup._normtables import UNSAFE as _UNSAFE
-from curator_dask.dedup._normtables import norm_tables
+from curator_dask.dedup._normtables import derived, norm_tables
 
 _NONWORD = re.compile(r"[\W_]+")
 
@@ -337,8 +337,18 @@ def _fast_kinds(cls, out_off, out_data, last_starter, ends_starter, tail_marks):
 
 @functools.cache
 def _fast_table() -> tuple[np.ndarray, np.ndarray]:
-    t = norm_tables()
-    return _fast_kinds(t.cls, t.out_off, t.out_data, t.last_starter, t.ends_starter, t.tail_marks)
+    """:func:`_fast_kinds` of the tables: derived once per machine, loaded by every later
+    process (:func:`.derived`, named by this module's code)."""
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        t = norm_tables()
+        return _fast_kinds(
+            t.cls, t.out_off, t.out_data, t.last_starter, t.ends_starter, t.tail_marks
+        )
+
+    with open(__file__, "rb") as f:
+        code = f.read()
+    return derived("fasttable", code, build)  # type: ignore[return-value]
 
 
 @numba.njit(nogil=True, cache=True)

@@ -122,3 +122,43 @@ def test_without_a_usable_cache_each_process_builds(
             _normtables._load_or_build.cache_clear()
             assert _equal(_normtables.norm_tables(), built)
     assert fresh == [1, 1]
+
+
+def _python(code: str, **env: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
+
+
+def test_the_fast_code_point_table_is_derived_once_per_machine(tmp_path: Path) -> None:
+    code = (
+        "import hashlib\n"
+        "from curator_dask.dedup import minhash as m\n"
+        "kinds, cps = m._fast_table()\n"
+        "print(len(m._fast_kinds.signatures), kinds.dtype, cps.dtype,\n"
+        "      hashlib.sha256(kinds.tobytes() + cps.tobytes()).hexdigest())\n"
+    )
+    cache = {"DASK_CURATOR__CACHE_DIR": str(tmp_path / "cache")}
+    first, second = (_python(code, **cache) for _ in range(2))
+    assert first[0] == "1"  # derived with the numba kernel (compiled or loaded)
+    assert second[0] == "0"  # loaded from the file: the kernel not even loaded
+    assert first[1:] == second[1:] == ["uint8", "int32", first[3]]
+    assert len(list((tmp_path / "cache").glob("fasttable-*.npz"))) == 1
+    # without a cache directory: derived in the process, the same arrays
+    from curator_dask.dedup import minhash
+
+    with dask.config.set({"curator.cache-dir": False}):
+        minhash._fast_table.cache_clear()
+        kinds, cps = minhash._fast_table()
+    minhash._fast_table.cache_clear()
+    t = minhash.norm_tables()
+    want = minhash._fast_kinds(
+        t.cls, t.out_off, t.out_data, t.last_starter, t.ends_starter, t.tail_marks
+    )
+    assert np.array_equal(kinds, want[0])
+    assert np.array_equal(cps, want[1])
