@@ -35,6 +35,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -447,6 +448,8 @@ def active_client(client: Any = None) -> Any:
     else None (dask's local scheduler): the one lookup pipelines and dedup workflows use."""
     if client is not None:
         return client
+    if "distributed" not in sys.modules:  # no client can exist: not worth its import
+        return None
     try:
         from distributed import default_client
     except ImportError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,6 +118,8 @@ def worker_resources(client: Any = None) -> tuple[int, int | None, int]:
     a client, or with no workers yet, ``(0, None, 1)``.
     """
     if client is None:
+        if "distributed" not in sys.modules:  # no client can exist: not worth its import
+            return 0, None, 1
         try:
             from distributed import default_client
 

@@ -311,7 +311,7 @@ def test_a_small_dedup_input_runs_on_threads_and_removes_the_same_documents(
         with dask.config.set({"curator.cluster.processes": processes, **two}):
             assert main(args) == 0
         err = capsys.readouterr().err
-        on_threads = "1 worker of 2 threads in this process" in err
+        on_threads = "dask's local scheduler of 2 threads in this process" in err
         assert on_threads == (processes == "auto"), err[-2000:]
         table = ds.dataset(out / "removed_ids", format="parquet").to_table()
         removed[processes] = sorted(table.column("id").to_pylist())
@@ -333,7 +333,7 @@ def test_a_dedup_input_above_the_pipeline_threshold_runs_on_threads_below_the_de
         assert main([*args, str(tmp_path / "c")]) == 0
     err = capsys.readouterr().err
     assert "below curator.dedup.threads-below (1GiB)" in err, err[-2000:]
-    assert "1 worker of 2 threads in this process" in err
+    assert "dask's local scheduler of 2 threads in this process" in err
     # the dedup threshold unset: the pipeline's applies
     with dask.config.set({**two, **small, "curator.dedup.threads-below": None}):
         assert main([*args, str(tmp_path / "c2")]) == 0

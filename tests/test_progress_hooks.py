@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 import sys
 import types
@@ -225,7 +226,10 @@ def test_a_commands_log_file_gets_the_shuffle_warnings_its_terminal_does_not_sho
     log = tmp_path / "run.log"
     cmd = [sys.executable, "-m", "curator_dask.cli", "exact-dedup", str(tmp_path / "src")]
     cmd += ["--output", str(tmp_path / "out"), "--log-file", str(log), "--json"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    # a distributed cluster in the command's process (a small input runs on dask's local
+    # scheduler otherwise, with no p2p shuffle to log)
+    env = {**os.environ, "DASK_CURATOR__CLUSTER__PROCESSES": "False"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["removed"] == 3
     # the p2p shuffle's warnings of the scheduler (in the command's process)

@@ -125,6 +125,7 @@ def client_from_args(
     base: ClusterConfig | None = None,
     input_bytes: Callable[[], float | None] | None = None,
     threads_below: str | None = None,
+    local_scheduler: bool = False,
 ) -> Iterator[Any]:
     """Yield a :class:`distributed.Client` for the cluster flags; clean up on exit.
 
@@ -133,6 +134,9 @@ def client_from_args(
     as ``run`` does (:meth:`~curator_dask.cluster.ClusterConfig.for_input`).
     ``threads_below`` names a config key that says "small" instead of
     ``curator.cluster.threads-below`` (the dedup commands': ``curator.dedup.threads-below``).
+    With ``local_scheduler`` such a small input runs on dask's threaded scheduler in this
+    process instead, with as many threads and no distributed cluster at all (None is
+    yielded): the dedup commands', whose steps all run on the local scheduler.
     """
     import dask.config
     from dask.utils import format_bytes
@@ -149,12 +153,27 @@ def client_from_args(
         config = config.for_input(nbytes)
         if config.processes is False:
             logging.getLogger("curator_dask").info(
-                "input of %s is below %s (%s): the local cluster is "
-                "1 worker of %d threads in this process",
+                "input of %s is below %s (%s): %s of %d threads in this process",
                 format_bytes(int(nbytes or 0)),
                 key,
                 config.threads_below,
+                "dask's local scheduler" if local_scheduler else "the local cluster is 1 worker",
                 config.threads_per_worker,
             )
+            if local_scheduler:
+                import dask.threaded
+
+                # the steps' kernels release the GIL: threads need no cluster around them
+                # (the function, not its name "threads": dask looks a name up among the
+                # distributed clients, importing distributed), and shuffles in memory (the
+                # default without a client is partd on disk)
+                local = {
+                    "scheduler": dask.threaded.get,
+                    "num_workers": config.threads_per_worker,
+                    "dataframe.shuffle.method": "tasks",
+                }
+                with dask.config.set(local):
+                    yield None
+                return
     with get_client(config) as client:
         yield client

@@ -125,7 +125,9 @@ def remove_documents(df: Any, removed_uids: Any) -> Any:
     """
     n = df.npartitions
     rm = removed_uids.assign(_part=removed_uids["_uid"] // (1 << UID_SHIFT))
-    rm = rm.set_index("_part", divisions=[*list(range(n)), n], sort=True)
+    rm = rm.set_index(
+        "_part", divisions=[*list(range(n)), n], sort=True, shuffle_method=shuffle_method()
+    )
 
     stored = "_uid" in df.columns  # documents kept by a step with their uid
 
@@ -368,7 +370,7 @@ def remove_duplicates(
             part = part.sort_values(["_grp", "_rid"], ascending=[True, keep == "first"])
             return part[part["_grp"].duplicated().to_numpy()][["_rid"]]
 
-        gone = dup.shuffle(on="_grp", method=method).map_partitions(
+        gone = dup.shuffle(on="_grp", shuffle_method=method).map_partitions(
             _losers, meta=dup._meta[["_rid"]]
         )
     # Each dataset partition's ids, tagged with where they live, meet the ids to remove in
@@ -394,7 +396,9 @@ def remove_duplicates(
     hits = where.merge(
         gone.drop_duplicates(), on="_rid", how="inner", shuffle_method=shuffle_method()
     )
-    hits = hits.set_index("_part", divisions=[*range(n), n], sort=True)
+    hits = hits.set_index(
+        "_part", divisions=[*range(n), n], sort=True, shuffle_method=shuffle_method()
+    )
 
     def _drop(part: pd.DataFrame, rm: pd.DataFrame) -> pd.DataFrame:
         return part[~part[id_column].isin(rm["_rid"].to_numpy()).to_numpy()]

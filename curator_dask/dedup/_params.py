@@ -28,8 +28,9 @@ class Command:
     to values. ``needs`` are packages checked before a cluster starts for ``needs_what``
     (``install`` is the line to install them; not needed when the option ``needs_unless``
     is given).
-    ``threads_below`` is the setting below which (input bytes) the command runs on threads
-    in its own process, None for never.
+    ``threads_below`` is the setting below which (input bytes) the command runs on dask's
+    threaded scheduler in its own process, with no distributed cluster; None for the
+    pipelines' rule (``curator.cluster.threads-below``: one in-process worker).
     """
 
     name: str

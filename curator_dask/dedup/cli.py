@@ -177,7 +177,8 @@ def register(
     ``add_cluster_args(parser)`` adds the cluster flags; ``client_from_args(args,
     input_bytes=...)`` is a context manager yielding a distributed Client (or None for the
     local scheduler); ``input_bytes()`` estimates the input's in-memory size (None: large or
-    unknown), which lets a small input run on threads.
+    unknown), which lets a small input run on threads: with ``threads_below`` (the config
+    key of "small") and ``local_scheduler=True`` on dask's threaded scheduler, yielding None.
     """
     for params in COMMANDS:
         command = params.command  # type: ignore[attr-defined]
@@ -225,7 +226,8 @@ def _run(
     # exact and fuzzy dedup spend their time in kernels that release the GIL: threads in
     # this process up to a larger input than a pipeline (their Command's threads_below)
     below = command.threads_below if command else "curator.dedup.threads-below"
-    kw = {"threads_below": below} if below else {}
+    # ... on dask's threaded scheduler: no distributed cluster to start, import or stop
+    kw: dict[str, Any] = {"threads_below": below, "local_scheduler": True} if below else {}
     # the result goes to stdout once: the table for a person, or --json for a script
     with (
         client_from_args(args, input_bytes=input_bytes, **kw) as client,

@@ -328,16 +328,16 @@ def components_distributed(
     for rnd in range(max_rounds):
         ls = (
             cur.map_partitions(_both_directions, meta=_EDGE_META)
-            .shuffle(on="u", npartitions=npart, method=method)
+            .shuffle(on="u", npartitions=npart, shuffle_method=method)
             .map_partitions(_large_star, meta=_EDGE_META)
         )
         ss = (
             ls.map_partitions(_oriented, meta=_EDGE_META)
-            .shuffle(on="u", npartitions=npart, method=method)
+            .shuffle(on="u", npartitions=npart, shuffle_method=method)
             .map_partitions(_small_star, meta=_EDGE_META)
         )
         # canonical edge set: de-duplicate across partitions before the checksum
-        ss = ss.shuffle(on=["u", "v"], npartitions=npart, method=method).map_partitions(
+        ss = ss.shuffle(on=["u", "v"], npartitions=npart, shuffle_method=method).map_partitions(
             lambda p: p.drop_duplicates(), meta=_EDGE_META
         )
         out = join(work_dir, f"round-{rnd:03d}")
@@ -363,7 +363,7 @@ def components_distributed(
     )
     labels = cur.map_partitions(_labels, meta=meta)
     # a vertex can be a root in several partitions: keep its smallest label, once
-    return labels.shuffle(on="uid", npartitions=npart, method=method).map_partitions(
+    return labels.shuffle(on="uid", npartitions=npart, shuffle_method=method).map_partitions(
         lambda p: p.groupby("uid", as_index=False)["label"].min(), meta=meta
     )
 

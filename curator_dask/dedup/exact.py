@@ -193,7 +193,7 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
 
     def members(self, hashed: Any) -> Any:
         """Every duplicate group's members, ``id, group, _uid, removed``, from the hashes."""
-        shuffled = hashed.shuffle(on="_h0", method=shuffle_method(self.client))
+        shuffled = hashed.shuffle(on="_h0", shuffle_method=shuffle_method(self.client))
         return shuffled.map_partitions(
             _groups_part, self.keep, meta=members_meta(hashed._meta["id"].dtype)
         )

@@ -609,7 +609,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 {"bucket": pd.Series([], dtype="int64"), "uid": pd.Series([], dtype="int64")}
             ),
         )
-        shuffled = rows.shuffle(on="bucket", method=shuffle_method(self.client))
+        shuffled = rows.shuffle(on="bucket", shuffle_method=shuffle_method(self.client))
         edges = shuffled.map_partitions(_edges_part, meta=_STAR_META)
         out = self._group_dir(group)
         write_frame(edges, join(out, "edges"), run.reporter, f"bands {group[0]}-{group[1] - 1}", so)
@@ -709,7 +709,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         counts, routes = self._candidate_routes(out, files, npart, edge_rows)
         members = (
             rows.map_partitions(_members_part, routes, counts, so, meta=_ROUTED_META)
-            .shuffle(on="route", method=method, npartitions=npart)
+            .shuffle(on="route", shuffle_method=method, npartitions=npart)
             .map_partitions(lambda p: p.drop(columns="route").drop_duplicates(), meta=_MEMBERS_META)
         )
         mdir = join(out, "members")
@@ -720,7 +720,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         req = members.map_partitions(
             _requests,
             meta=pd.DataFrame({c: pd.Series([], dtype="int64") for c in ("uid", "_dest")}),
-        ).set_index("uid", divisions=bounds)
+        ).set_index("uid", divisions=bounds, shuffle_method=method)
         p = self._sig_params
         sets = df.map_partitions(
             _candidate_sets,
@@ -737,7 +737,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                     "sig": pd.Series([], dtype=pd.ArrowDtype(pa.large_binary())),
                 }
             ),
-        ).set_index("_dest", divisions=[*range(npart), npart])
+        ).set_index("_dest", divisions=[*range(npart), npart], shuffle_method=method)
         # written before the check: the sets' shuffle and the check do not hold memory at
         # the same time, and a check partition reads only its own file
         sdir = join(out, "sets")
@@ -804,7 +804,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         )
         joined = labels.merge(meta_df, left_on="uid", right_on="_uid", shuffle_method=method)
         id_dtype = meta_df._meta["id"].dtype
-        return joined.shuffle(on="label", method=method).map_partitions(
+        return joined.shuffle(on="label", shuffle_method=method).map_partitions(
             group_members, self.keep, meta=members_meta(id_dtype)
         )
 

@@ -245,7 +245,7 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         packed = _read_assigned_dir(join(emb_dir, "data"), join(km_dir, "data"), so)
         # the vectors travel as one Arrow binary value a row: dask's p2p shuffle cannot
         # rebuild a list<float> ArrowDtype column from its pandas metadata
-        shuffled = packed.shuffle(on="cluster", method=shuffle_method(self.client))
+        shuffled = packed.shuffle(on="cluster", shuffle_method=shuffle_method(self.client))
         id_dtype = packed._meta["id"].dtype
         found = shuffled.map_partitions(
             _duplicates_in_partition, float(self.eps), self.keep, meta=_dups_meta(id_dtype)

@@ -19,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--scheduler-address", default=None)
 
     @contextlib.contextmanager
-    def client_from_args(args, input_bytes=None, threads_below=None):
+    def client_from_args(args, input_bytes=None, threads_below=None, local_scheduler=False):
         yield None
 
     cli.register(sub, add_cluster_args, client_from_args)
