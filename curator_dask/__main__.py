@@ -4,4 +4,5 @@ import sys
 
 from curator_dask.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing it (a module walk, doctests) runs nothing
+    sys.exit(main())
