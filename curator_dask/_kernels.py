@@ -7,6 +7,13 @@ and each compile the same kernel: N workers, N compiles. :func:`share_compiles` 
 that this machine's processes share (a file under :func:`curator_dask.config.cache_dir`)
 around each kernel's compile: the first process compiles and writes the cache, the others
 wait and then load it.
+
+Compiling is accounted apart from the work: :func:`compile_seconds` is the time a thread
+spent compiling kernels (numba's ``numba:compile`` events, the outermost of each thread,
+and the waits on another process's compile), which :func:`curator_dask.stage.run_stage`
+takes out of a stage's seconds; and each compile is said as it starts and ends to the
+sinks of :func:`compile_sinks` in this process or, inside a distributed worker's task, as
+an event on the ``COMPILE_TOPIC`` topic that a client's progress display follows.
 """
 
 from __future__ import annotations
@@ -14,11 +21,23 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 _DEPTH = threading.local()
+#: Per thread: ``depth`` of nested compiles, ``seconds`` spent compiling, ``t0`` and
+#: ``kernel`` of the outermost compile under way.
+_COMPILING = threading.local()
+_LISTENING: list[Any] = []
+_LISTEN_LOCK = threading.Lock()
+#: The distributed event topic of the compiles that workers say (``{"state": "start" or
+#: "end", "kernel": name, "seconds": compile seconds at the end}``).
+COMPILE_TOPIC = "curator-dask-compile"
+#: Callables ``sink(state, kernel, seconds)`` told of every compile in this process.
+_SINKS: list[Callable[[str, str, float], None]] = []
 
 
 def share_compiles(namespace: dict[str, Any]) -> None:
@@ -29,6 +48,7 @@ def share_compiles(namespace: dict[str, Any]) -> None:
     from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
 
+    listen()
     for obj in list(namespace.values()):
         if (
             isinstance(obj, CPUDispatcher)
@@ -85,7 +105,18 @@ def _machine_lock(name: str) -> Iterator[None]:
             locks = os.path.join(directory, "locks")
             os.makedirs(locks, exist_ok=True)
             handle = open(os.path.join(locks, f"{name}.lock"), "a")  # noqa: SIM115
-            fcntl.flock(handle, fcntl.LOCK_EX)  # released by the OS if this process dies
+            try:  # free: nobody compiles it now
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another process compiles it: its compile time here too
+                t0 = time.perf_counter()
+                kernel = name.rsplit(".", 1)[-1]
+                _say("start", kernel)
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX)  # released by the OS if it dies
+                finally:
+                    waited = time.perf_counter() - t0
+                    _COMPILING.seconds = getattr(_COMPILING, "seconds", 0.0) + waited
+                    _say("end", kernel, waited)
         except OSError:
             if handle is not None:
                 handle.close()
@@ -96,3 +127,71 @@ def _machine_lock(name: str) -> Iterator[None]:
         if handle is not None:
             fcntl.flock(handle, fcntl.LOCK_UN)
             handle.close()
+
+
+# -- compile time, apart from the work -------------------------------------------------------
+def compile_seconds() -> float:
+    """Seconds this thread has spent compiling numba kernels (or waiting for another
+    process's compile of one) since it started; loading a cached kernel does not count."""
+    return float(getattr(_COMPILING, "seconds", 0.0))
+
+
+def compile_sinks() -> list[Callable[[str, str, float], None]]:
+    """The callables told of each compile in this process (append and remove your own):
+    ``sink("start", kernel, 0.0)`` as it starts, ``sink("end", kernel, seconds)`` as it ends."""
+    return _SINKS
+
+
+def listen() -> None:
+    """Register the listener of numba's compile events (once per process)."""
+    with _LISTEN_LOCK:
+        if _LISTENING:
+            return
+        from numba.core import event
+
+        class _Compiles(event.Listener):  # type: ignore[misc]
+            def on_start(self, ev: Any) -> None:
+                depth = getattr(_COMPILING, "depth", 0)
+                _COMPILING.depth = depth + 1
+                if depth == 0:
+                    _COMPILING.kernel = _name(ev.data["dispatcher"])
+                    _COMPILING.t0 = time.perf_counter()
+                    _say("start", _COMPILING.kernel)
+
+            def on_end(self, ev: Any) -> None:
+                _COMPILING.depth = max(getattr(_COMPILING, "depth", 1) - 1, 0)
+                if _COMPILING.depth == 0 and getattr(_COMPILING, "t0", None) is not None:
+                    took = time.perf_counter() - _COMPILING.t0
+                    _COMPILING.t0 = None
+                    _COMPILING.seconds = compile_seconds() + took
+                    _say("end", _COMPILING.kernel, took)
+
+        listener = _Compiles()
+        event.register("numba:compile", listener)
+        _LISTENING.append(listener)
+
+
+def _name(dispatcher: Any) -> str:
+    py_func = getattr(dispatcher, "py_func", None)
+    return str(getattr(py_func, "__name__", None) or dispatcher)
+
+
+def _say(state: str, kernel: str, seconds: float = 0.0) -> None:
+    """Tell the clients following a distributed worker's events (inside a worker's task),
+    else this process's sinks."""
+    worker = None
+    if "distributed" in sys.modules:
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+        except (ImportError, ValueError):
+            worker = None
+    if worker is not None:
+        with contextlib.suppress(Exception):  # a display must never fail a compile
+            msg = {"state": state, "kernel": kernel, "seconds": seconds}
+            worker.log_event(COMPILE_TOPIC, msg)
+        return
+    for sink in list(_SINKS):
+        with contextlib.suppress(Exception):
+            sink(state, kernel, seconds)

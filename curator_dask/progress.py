@@ -199,9 +199,10 @@ class Progress:
             batches = f" in {self.batches:,} batches" if self.batches else ""
             docs = f", {n:,} docs{batches} ({n / elapsed:,.0f}/s)"
         eta_text = "--:--" if eta is None else _clock(eta)
+        now = ", compiling kernels..." if compiling() else ""
         return (
             f"{self.name} {what}{self.done}/{self.total} {self.unit} ({pct:.0f}%){docs}, "
-            f"elapsed {_clock(elapsed)}, ETA {eta_text}"
+            f"elapsed {_clock(elapsed)}, ETA {eta_text}{now}"
         )
 
     def update(
@@ -303,6 +304,84 @@ def _following_batches(counter: Progress, client: Any) -> Iterator[None]:
                 client.unsubscribe_topic(BATCH_TOPIC)
 
 
+# -- kernels compiling -----------------------------------------------------------------------
+#: The kernels compiling now, as this process and the workers followed say (name: count).
+_COMPILING: dict[str, int] = {}
+_COMPILING_LOCK = threading.Lock()
+
+
+def compiling() -> bool:
+    """True while a followed process compiles a numba kernel (:func:`following_compiles`)."""
+    return bool(_COMPILING)
+
+
+class CompileTime:
+    """What :func:`following_compiles` saw: ``seconds`` of compiling, ``kernels`` compiled."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.kernels: list[str] = []
+
+
+@contextlib.contextmanager
+def following_compiles(
+    client: Any = None, enabled: bool = True, stream: TextIO | None = None
+) -> Iterator[CompileTime]:
+    """Follow the kernel compiles of this process and of ``client``'s workers while a run
+    computes: the first says one line ``compiling kernels...`` (when ``enabled``), the
+    progress lines end in ``compiling kernels...`` while one runs, and the context's
+    :class:`CompileTime` totals them. Compiling happens on a kernel's first call on a machine
+    (:mod:`curator_dask._kernels`)."""
+    from curator_dask import _kernels
+
+    seen = CompileTime()
+    lock = threading.Lock()
+
+    def on_compile(state: str, kernel: str, seconds: float) -> None:
+        with lock:
+            first = not seen.kernels and state == "start"
+            if state == "start":
+                seen.kernels.append(kernel)
+            else:
+                seen.seconds += float(seconds)
+        with _COMPILING_LOCK:
+            if state == "start":
+                _COMPILING[kernel] = _COMPILING.get(kernel, 0) + 1
+            elif _COMPILING.get(kernel, 0) > 1:
+                _COMPILING[kernel] -= 1
+            else:
+                _COMPILING.pop(kernel, None)
+        logger.debug("kernel %s: compile %s", kernel, state)
+        if first and enabled:
+            say(
+                "compiling kernels... (their first run on this machine; numba caches them "
+                "for later runs)",
+                stream,
+            )
+
+    def on_event(event: Any) -> None:
+        _, msg = event
+        on_compile(str(msg.get("state")), str(msg.get("kernel")), float(msg.get("seconds", 0)))
+
+    if "numba" in sys.modules:  # else the kernel modules listen as they are imported
+        _kernels.listen()
+    sinks = _kernels.compile_sinks()
+    sinks.append(on_compile)
+    subscribed = client is not None and hasattr(client, "subscribe_topic")
+    if subscribed:
+        client.subscribe_topic(_kernels.COMPILE_TOPIC, on_event)
+    try:
+        yield seen
+    finally:
+        sinks.remove(on_compile)
+        if subscribed:
+            with contextlib.suppress(Exception):
+                client.unsubscribe_topic(_kernels.COMPILE_TOPIC)
+        with _COMPILING_LOCK:
+            for kernel in set(seen.kernels):
+                _COMPILING.pop(kernel, None)
+
+
 # -- a run's steps ----------------------------------------------------------------------------
 class Reporter:
     """A run's steps as a person follows them, and their counters (:class:`Progress`).
@@ -326,6 +405,8 @@ class Reporter:
         self.stream = stream or sys.stderr
         self.run = run or hooks.RunInfo("dedup", name, client=client)
         self.seconds: dict[str, float] = {}
+        #: Seconds its computations' processes spent compiling kernels (first run on a machine).
+        self.compile_seconds = 0.0
         self.t0 = time.perf_counter()
 
     def say(self, text: str) -> None:
@@ -347,9 +428,12 @@ class Reporter:
         """Time a step, printing its name as it starts and its time as it ends."""
         self.say(f"step {name} ...")
         t = time.perf_counter()
+        c = self.compile_seconds
         yield
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
-        self.say(f"step {name} done in {self.seconds[name]:.1f}s")
+        compiled = self.compile_seconds - c
+        of_which = f", of which {compiled:.1f}s compiling kernels" if compiled >= 0.05 else ""
+        self.say(f"step {name} done in {self.seconds[name]:.1f}s{of_which}")
 
     def counter(self, label: str, total: int, unit: str) -> Progress:
         """A counter of ``total`` units of step ``label`` (:class:`Progress`)."""
@@ -376,22 +460,30 @@ class Reporter:
             return []
         client = self.client
         follow = _following_batches(counter, client) if batches else contextlib.nullcontext()
-        with follow:
-            if client is not None:
-                from distributed import as_completed
+        stream = None if self.stream is sys.stderr else self.stream
+        with follow, following_compiles(client, self.enabled, stream) as compiled:
+            try:
+                return self._compute(tasks, counter, docs, batches)
+            finally:
+                self.compile_seconds += compiled.seconds
 
-                futures = client.compute(tasks)
-                for i, done in enumerate(as_completed(futures)):
-                    result = done.result()
-                    if batches and docs and i == len(futures) - 1:
-                        _await_batches(counter, (counter.rows or 0) + (_rows(result) or 0))
-                    _count(counter, result, docs)
-                return list(client.gather(futures))
-            import dask
+    def _compute(self, tasks: list[Any], counter: Progress, docs: bool, batches: bool) -> list[Any]:
+        client = self.client
+        if client is not None:
+            from distributed import as_completed
 
-            keys = {t.key for t in tasks}
-            with _LocalProgress(keys, counter, docs):
-                return list(dask.compute(*tasks))
+            futures = client.compute(tasks)
+            for i, done in enumerate(as_completed(futures)):
+                result = done.result()
+                if batches and docs and i == len(futures) - 1:
+                    _await_batches(counter, (counter.rows or 0) + (_rows(result) or 0))
+                _count(counter, result, docs)
+            return list(client.gather(futures))
+        import dask
+
+        keys = {t.key for t in tasks}
+        with _LocalProgress(keys, counter, docs):
+            return list(dask.compute(*tasks))
 
     def finish(self, result: Any) -> None:
         """Say ``on_finish`` to the run hooks."""

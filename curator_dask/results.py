@@ -107,6 +107,12 @@ class PipelineResult:
         )
 
     @property
+    def compile_seconds(self) -> float:
+        """Seconds the stages spent compiling numba kernels (a kernel's first call on a
+        machine; later runs load it from the cache), apart from their ``seconds``."""
+        return sum(s.compile_seconds for s in self.stages)
+
+    @property
     def balanced(self) -> bool:
         """True when ``read == kept + removed + quarantined``."""
         return self.read == self.kept + self.removed + self.quarantined and not (
@@ -127,6 +133,7 @@ class PipelineResult:
         """Return a JSON-able dict (what ``_stats.json`` holds)."""
         d = {k: v for k, v in dataclasses.asdict(self).items() if k != "stages"}
         d["stages"] = [s.to_dict() for s in self.stages]
+        d["compile_seconds"] = self.compile_seconds
         d["balanced"] = self.balanced
         return d
 
@@ -137,13 +144,16 @@ class PipelineResult:
     def summary(self) -> str:
         """A table a person can read: one line per stage, then the totals."""
         width = max([len("stage"), *(len(s.name) for s in self.stages)])
+        compiled = self.compile_seconds >= 0.005  # a column only when something compiled
         lines = [
             f"{'stage':<{width}} {'in':>10} {'out':>10} {'removed':>9} {'quar.':>7} {'seconds':>9}"
+            + (f" {'compile':>8}" if compiled else "")
         ]
         for s in self.stages:
             lines.append(
                 f"{s.name:<{width}} {s.docs_in:>10,} {s.docs_out:>10,} {s.removed:>9,} "
                 f"{s.quarantined:>7,} {s.seconds:>9.2f}"
+                + (f" {s.compile_seconds:>8.2f}" if compiled else "")
             )
         lines.append(
             f"read {self.read:,} = kept {self.kept:,} + removed {self.removed:,} + "
@@ -153,6 +163,11 @@ class PipelineResult:
             f"{self.partitions} partitions ({self.partitions_skipped} already done), "
             f"{self.execution_mode}, {self.wall_seconds:.1f}s wall"
         )
+        if compiled:
+            lines.append(
+                f"compile {self.compile_seconds:.1f} s: numba kernels compiled on their first "
+                "call on this machine (cached for later runs), not counted in the stage seconds"
+            )
         if self.splits:
             lines.append(
                 f"{self.splits} out-of-memory split(s): partitions {self.split_partitions} "

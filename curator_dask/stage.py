@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 from dask.base import tokenize
 
+from curator_dask._kernels import compile_seconds
+
 S = TypeVar("S", bound="ProcessingStage")
 
 
@@ -90,7 +92,12 @@ class Resources:
 
 @dataclass(frozen=True)
 class StageStats:
-    """Counts and timing of one stage over one partition (or summed over many)."""
+    """Counts and timing of one stage over one partition (or summed over many).
+
+    ``seconds`` is the stage's work; ``compile_seconds`` the time it spent compiling numba
+    kernels on their first call on a machine (:func:`curator_dask._kernels.compile_seconds`),
+    not counted in ``seconds``.
+    """
 
     name: str
     docs_in: int = 0
@@ -101,6 +108,7 @@ class StageStats:
     extra: dict[str, int] = field(default_factory=dict)
     #: A few documents the stage removed (``id`` and the start of the text), for the report.
     examples: tuple[dict[str, str], ...] = ()
+    compile_seconds: float = 0.0
 
     @property
     def removed(self) -> int:
@@ -122,6 +130,7 @@ class StageStats:
             self.partitions + other.partitions,
             extra,
             (self.examples + other.examples)[:REMOVED_EXAMPLES],
+            self.compile_seconds + other.compile_seconds,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,6 +155,7 @@ class StageStats:
             int(d.get("partitions", 1)),
             dict(d.get("extra") or {}),
             tuple(dict(e) for e in d.get("examples") or ()),
+            float(d.get("compile_seconds", 0.0)),
         )
 
 
@@ -387,6 +397,7 @@ def materialise(part: Any, keep: Any | None) -> Any:
 def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
     """Run a set-up ``stage`` on one partition; return the output and its statistics."""
     t0 = time.perf_counter()
+    c0 = compile_seconds()
     release_arrow_memory()  # what the task before this one (a reader) left behind
     n_in = len(part)
     extra: dict[str, int] = {}
@@ -404,10 +415,14 @@ def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
     # chain of stages then holds several partitions' worth of freed pages. Give them
     # back (a few ms) so a worker's resident memory follows its live partitions.
     release_arrow_memory()
-    seconds = time.perf_counter() - t0
+    # a kernel's first call on this machine compiles it: reported apart, not as the work
+    compiled = compile_seconds() - c0
+    seconds = max(time.perf_counter() - t0 - compiled, 0.0)
     removed_some = len(out) < n_in and isinstance(stage, Filter)
     examples = _removed_examples(stage, part, out) if removed_some else ()
-    stats = StageStats(stage.stage_name, n_in, len(out), 0, seconds, 1, dict(extra), examples)
+    stats = StageStats(
+        stage.stage_name, n_in, len(out), 0, seconds, 1, dict(extra), examples, compiled
+    )
     return out, stats
 
 

@@ -278,6 +278,8 @@ class DedupWorkflow:
                 paths["quarantine"] = qdir
         seconds = {k: round(v, 3) for k, v in r.seconds.items()}
         seconds["total"] = round(r.total(), 3)
+        # part of the steps' times: a kernel's first call on a machine compiles it
+        seconds["compile"] = round(r.compile_seconds, 3)
         result = DedupResult(
             method=run.method,
             documents=int(documents),

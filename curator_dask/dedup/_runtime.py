@@ -207,7 +207,8 @@ class DedupResult:
     ``documents`` were deduplicated (read and valid); ``quarantined`` records were set aside
     by the reader (see ``paths["quarantine"]``); ``removed`` documents are listed in
     ``paths["removed_ids"]``, so ``documents + quarantined == kept + removed + quarantined``
-    accounts for every record read. ``seconds`` holds each step's time and ``total``.
+    accounts for every record read. ``seconds`` holds each step's time, ``total``, and
+    ``compile``: the part of the steps' time spent compiling kernels (first run on a machine).
     ``result["removed"]`` works like the summary dict of earlier versions.
     """
 

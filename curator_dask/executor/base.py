@@ -21,7 +21,7 @@ from curator_dask.io.base import PartitionSpec, Reader, Writer
 from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
 from curator_dask.io.writers import unify_schemas
 from curator_dask.monitoring import hooks as _monitoring  # noqa: F401  (registers its hooks)
-from curator_dask.progress import Progress
+from curator_dask.progress import Progress, following_compiles
 from curator_dask.results import PipelineResult
 from curator_dask.stage import ProcessingStage, parameters_of
 
@@ -320,10 +320,12 @@ class Executor:
                 run = run_info(plan, session)
                 hooks.start(run)
                 try:
-                    if mode == "streaming":
-                        new = self._run_streaming(session, plan, todo)
-                    else:
-                        new = self._run_batch(session, plan, todo)
+                    # a kernel's first call on a machine compiles it: said apart from the work
+                    with following_compiles(session, self._progress_enabled()):
+                        if mode == "streaming":
+                            new = self._run_streaming(session, plan, todo)
+                        else:
+                            new = self._run_batch(session, plan, todo)
                     new_records = {r["index"]: r for r in new}
                     records = self._conform(session, plan, {**done, **new_records})
                     result = self._summarise(plan, records, len(done), t0)

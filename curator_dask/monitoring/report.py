@@ -247,6 +247,7 @@ _KNOWN_KEYS = {
     "wall_seconds",
     "balanced",
     "parameters",
+    "compile_seconds",
     "runs",
 }
 
@@ -274,6 +275,7 @@ def _stage_row(s: Mapping[str, Any]) -> dict[str, Any]:
         "quarantined": quarantined,
         "removed": removed,
         "seconds": float(s.get("seconds") or 0.0),
+        "compile_seconds": float(s.get("compile_seconds") or 0.0),
         "partitions": _int(s.get("partitions")),
         "extra": dict(s.get("extra") or {}),
         "examples": list(s.get("examples") or []),
@@ -304,8 +306,14 @@ def _time_cards(stats: Mapping[str, Any], stages: list[dict[str, Any]]) -> list[
     wall = float(stats["wall_seconds"])
     parts, skipped = _int(stats.get("partitions")), _int(stats.get("partitions_skipped"))
     runs = [r for r in stats.get("runs") or [] if _int(r.get("partitions_written"))]
+    compiled = _compile_seconds(stages)
+    compile_card = (
+        [_card("Compile", _duration(compiled), "numba kernels, first run on this machine")]
+        if compiled >= 0.05
+        else []
+    )
     if not skipped:
-        return [_card("Wall time", _duration(wall))]
+        return [_card("Wall time", _duration(wall)), *compile_card]
     cards = [
         _card(
             "This run",
@@ -318,7 +326,12 @@ def _time_cards(stats: Mapping[str, Any], stages: list[dict[str, Any]]) -> list[
         cards.append(_card("Wall time, all runs", _duration(total), f"{len(runs)} run(s)"))
     compute = sum(s["seconds"] for s in stages)
     cards.append(_card("Stage time", _duration(compute), "summed over partitions and runs"))
-    return cards
+    return [*cards, *compile_card]
+
+
+def _compile_seconds(stages: list[dict[str, Any]]) -> float:
+    """Seconds the stages spent compiling kernels (not in their ``seconds``)."""
+    return sum(s["compile_seconds"] for s in stages)
 
 
 def _workers(frame: pd.DataFrame) -> pd.DataFrame:
@@ -515,7 +528,7 @@ def _stage_table(
     head = (
         "<tr><th>#</th><th class=l>stage</th><th>partitions</th><th>docs in</th>"
         "<th>docs out</th><th>removed</th><th>quarantined</th><th>kept</th>"
-        "<th>seconds</th><th>docs/s</th><th class=l>counters</th>"
+        "<th>seconds</th><th>compile s</th><th>docs/s</th><th class=l>counters</th>"
         "<th class=l>parameters</th></tr>"
     )
     rows = []
@@ -532,7 +545,7 @@ def _stage_table(
             f"<td>{s['partitions']:,}</td><td>{s['docs_in']:,}</td><td>{s['docs_out']:,}</td>"
             f"<td>{s['removed']:,}</td><td>{s['quarantined']:,}</td>"
             f"<td>{_pct(s['docs_out'], s['docs_in'])}</td><td>{s['seconds']:,.2f}</td>"
-            f"<td>{rate}</td><td class=l>{extra}</td>"
+            f"<td>{s['compile_seconds']:,.2f}</td><td>{rate}</td><td class=l>{extra}</td>"
             f"<td class='l params'>{_params_text(parameters.get(s['name'], {}))}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
@@ -649,6 +662,16 @@ def _advice(
             "see <code>_quarantine/</code> in the run directory for the raw records and "
             "the reason."
         )
+    compiled = _compile_seconds(stages)
+    if compiled >= 1:
+        out.append(
+            f"<b>Compiling kernels</b> took {_duration(compiled)}: numba compiles each kernel "
+            "on its first call on a machine and caches it (<code>NUMBA_CACHE_DIR</code>, else "
+            "beside the package or in the user's cache), so later runs load it instead. That "
+            "time is not counted in the stage times."
+        )
+    # stage seconds exclude compiling: a stage whose time was mostly its first-run compile
+    # is not the one to speed up
     slowest = max(stages, key=lambda s: s["seconds"], default=None)
     total = sum(s["seconds"] for s in stages)
     # only worth saying for runs long enough to care
