@@ -181,6 +181,13 @@ def _decode(data, i):  # type: ignore[no-untyped-def]
     ), 4
 
 
+@nb.njit(cache=True)
+def _decode_call(data, i):  # type: ignore[no-untyped-def]
+    """:func:`_decode` as a call: for the sites off the per-character loops. Each inlined
+    site is typed and compiled again (seconds of a first run's compile for all of them)."""
+    return _decode(data, i)
+
+
 @nb.njit(cache=True, inline="always")
 def _prev_start(data, j):  # type: ignore[no-untyped-def]
     """Start byte of the code point that ends just before byte ``j``."""
@@ -200,7 +207,7 @@ def _cps(data, s, e):  # type: ignore[no-untyped-def]
     return c
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)  # once per line: a call, not inlined (see _decode_call)
 def _strip(data, flags, s, e):  # type: ignore[no-untyped-def]
     while s < e:
         cp, k = _decode(data, s)
@@ -393,11 +400,11 @@ def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
             if i >= url_end and (cp == 104 or cp == 102 or cp == 119):
                 p = _url_prefix(data, i, e)
                 if p and i + p < e:
-                    ncp, _ = _decode(data, i + p)
+                    ncp, _ = _decode_call(data, i + p)
                     if not flags[ncp] & WS:
                         j = i
                         while j < e:
-                            c2, k2 = _decode(data, j)
+                            c2, k2 = _decode_call(data, j)
                             if flags[c2] & WS:
                                 break
                             url_chars += 1
@@ -448,8 +455,8 @@ def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
                     next_id += 1
                     unique_lines += 1
                     unique_line_chars += nc
-                first, _ = _decode(data, a)
-                last, _ = _decode(data, _prev_start(data, b))
+                first, _ = _decode_call(data, a)
+                last, _ = _decode_call(data, _prev_start(data, b))
                 if not flags[last] & ENDMARK:
                     no_end += 1
                 if last == 0x2026 or (
@@ -462,7 +469,7 @@ def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
                     if a + 1 == b:
                         bullets += 1
                     else:
-                        c2, _ = _decode(data, a + 1)
+                        c2, _ = _decode_call(data, a + 1)
                         if flags[c2] & WS:
                             bullets += 1
                 # A paragraph is a run of non-blank lines, stripped as a whole.
@@ -760,8 +767,12 @@ def gather_strings(offsets, data, rows):  # type: ignore[no-untyped-def]
         out_offsets[k + 1] = out_offsets[k] + offsets[r + 1] - offsets[r]
     out = np.empty(out_offsets[n], np.uint8)
     for k in range(n):
-        r = rows[k]
-        out[out_offsets[k] : out_offsets[k + 1]] = data[offsets[r] : offsets[r + 1]]
+        # a byte loop (LLVM makes it a copy): slice assignment compiles numba's general
+        # array setitem, seconds of a first run's compile for nothing
+        s = offsets[rows[k]]
+        p = out_offsets[k]
+        for j in range(out_offsets[k + 1] - p):
+            out[p + j] = data[s + j]
     return out_offsets, out
 
 
