@@ -234,8 +234,11 @@ def _push_edge(out_a, out_b, n_out, a, b):  # pragma: no cover - compiled
     if n_out == len(out_a):
         na = np.empty(2 * len(out_a), dtype=np.int64)
         nb = np.empty(2 * len(out_b), dtype=np.int64)
-        na[:n_out] = out_a[:n_out]
-        nb[:n_out] = out_b[:n_out]
+        # a loop, not slice assignment: that compiles numba's general array setitem,
+        # seconds of a machine's first compile
+        for t in range(n_out):
+            na[t] = out_a[t]
+            nb[t] = out_b[t]
         out_a, out_b = na, nb
     out_a[n_out] = a
     out_b[n_out] = b
