@@ -34,6 +34,7 @@ BENCHMARKS = {
     ),
     "cli": ("bench_cli.py", [], True),
     "fuzzy_cost": ("bench_fuzzy_cost.py", [], False),
+    "compile": ("bench_compile.py", [], False),
     "progress": (
         "bench_progress.py",
         ["--out", os.path.join(RESULTS, "bench_progress.json")],
