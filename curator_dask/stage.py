@@ -359,6 +359,7 @@ def run_masked(
     from curator_dask.text import only_rows
 
     t0 = time.perf_counter()
+    c0 = compile_seconds()
     before = np.ones(len(part), bool) if keep is None else keep
     with only_rows(part[stage.text_column], keep):
         out, mask = stage.keep_mask(part)
@@ -381,7 +382,9 @@ def run_masked(
     if n_out < n_in:
         gone = np.flatnonzero(before & ~after)[:REMOVED_EXAMPLES]
         examples = _examples(stage, part.iloc[gone])
-    stats = StageStats(stage.stage_name, n_in, n_out, 0, time.perf_counter() - t0, 1, {})
+    compiled = compile_seconds() - c0  # apart from the work, as in run_stage
+    seconds = max(time.perf_counter() - t0 - compiled, 0.0)
+    stats = StageStats(stage.stage_name, n_in, n_out, 0, seconds, 1, {}, (), compiled)
     return out, after, dataclasses.replace(stats, examples=examples)
 
 
