@@ -236,7 +236,8 @@ def default_blocksize(
             n_workers, threads = 1, os.cpu_count() or 1
         per_thread = max(1, int(_get("io.partitions-per-thread", 2)))
         parts = per_thread * max(1, n_workers or 1) * max(1, threads)
-        blocksize = min(blocksize, max(2**20, int(input_bytes // parts)))
+        # rounded up: ``parts`` ranges cover the input, with no sliver of a partition left
+        blocksize = min(blocksize, max(2**20, -(-int(input_bytes) // parts)))
     return blocksize
 
 

@@ -439,10 +439,14 @@ def group_files(
 
 
 def byte_ranges(f: FileInfo, blocksize: int) -> list[tuple[int, int]] | None:
-    """Byte ranges of ``blocksize`` covering an uncompressed file (None when compressed)."""
+    """Byte ranges of at most ``blocksize`` covering an uncompressed file (None when
+    compressed): as few as that allows, of equal length (give or take a byte), so a file a
+    little larger than ``blocksize`` is not read as a partition and a sliver."""
     if compression_of(f.path):
         return None
-    return [(s, min(s + blocksize, f.size)) for s in range(0, f.size, blocksize)]
+    n = max(1, -(-f.size // blocksize))
+    bounds = [f.size * k // n for k in range(n + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(n) if bounds[k + 1] > bounds[k]]
 
 
 def warn_quarantined(label: str, spec: PartitionSpec, n: int, where: str) -> None:
