@@ -9,7 +9,9 @@ the same five events to every registered callback:
 - ``on_progress(run, step, unit, n, record)`` as ``n`` units (partitions, tasks, band
   groups, documents...) of a step finish; ``n == 0`` once when a step's counter starts.
   A pipeline's written partition comes with its ``record`` (the writer's record: ``rows``,
-  ``stages``...), step ``"write"``;
+  ``stages``...), step ``"write"``; on a distributed client each read and stage of a
+  partition is said too as it finishes (step ``"read"`` or the stage's task name, unit
+  ``"partitions"``, no record);
 - ``on_task_failed(run, key, retried)`` when a pipeline partition's task raised (``retried``:
   it is computed again, in pieces);
 - ``on_finish(run, result)`` with the run's result (a
@@ -30,7 +32,7 @@ Examples
 ...     def __init__(self):
 ...         self.partitions = 0
 ...     def on_progress(self, run, step, unit, n, record):
-...         self.partitions += n if unit == "partitions" else 0
+...         self.partitions += n if step == "write" and unit == "partitions" else 0
 >>> with Count() as count:  # doctest: +SKIP
 ...     pipeline.run()
 >>> count.partitions  # doctest: +SKIP

@@ -22,7 +22,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from dask.callbacks import Callback
@@ -150,6 +150,8 @@ class Progress:
         self.rows: int | None = None  # documents the finished units hold (when said)
         self.batches = 0  # batches said by units still running or done (batch())
         self.batch_rows = 0
+        self.partial: dict[int, float] = {}  # share done of units still running (share())
+        self._ended: set[int] = set()  # units whose record came (a late share is ignored)
         self.t0 = time.perf_counter()
         self._last = 0.0
         self._lock = threading.RLock()
@@ -171,7 +173,7 @@ class Progress:
 
         from IPython.display import HTML, display
 
-        value = self.done / max(self.total, 1)
+        value = min(self.fraction_done() / max(self.total, 1), 1.0)
         html = HTML(
             f"<progress value='{value:.4f}' max='1' style='width:20em'></progress> "
             f"<span style='font-family:monospace'>{escape(text)}</span>"
@@ -181,12 +183,18 @@ class Progress:
         else:
             self._handle.update(html)
 
+    def fraction_done(self) -> float:
+        """Units done, plus the shares said of those still running (:meth:`share`)."""
+        with self._lock:
+            return self.done + sum(self.partial.values())
+
     def status(self, step: str = "", with_docs: bool = False) -> str:
         """The current state as one line of text."""
         elapsed = max(time.perf_counter() - self.t0, 1e-9)
         total = max(self.total, 1)
-        pct = 100.0 * min(self.done, total) / total
-        eta = elapsed / self.done * max(self.total - self.done, 0) if self.done else None
+        done = min(self.fraction_done(), total)
+        pct = 100.0 * done / total
+        eta = elapsed / done * max(self.total - done, 0) if done else None
         step = step or self.step
         what = f"{step}: " if step else ""
         docs = ""
@@ -217,6 +225,9 @@ class Progress:
         with self._lock:
             self.done += n
             if record is not None:
+                unit = int(record.get("index", -1))
+                self.partial.pop(unit, None)
+                self._ended.add(unit)
                 self._records = True
                 self.read += int(record["stages"][0]["docs_in"])
                 self.kept += int(record["rows"])
@@ -240,6 +251,15 @@ class Progress:
         if self.run is not None:
             hooks.progress(self.run, self.step or "write", "documents", int(docs))
 
+    def share(self, unit: int, share: float) -> None:
+        """Say that ``share`` (0 to 1) of unit ``unit`` (a partition's index), still running,
+        is done: the line moves between finished units (a partition's read and stages)."""
+        with self._lock:
+            if unit in self._ended:
+                return
+            self.partial[unit] = max(self.partial.get(unit, 0.0), min(float(share), 1.0))
+            self._show("", final=False)
+
     def _show(self, step: str, final: bool = True) -> None:
         if not self.enabled:
             return
@@ -252,7 +272,7 @@ class Progress:
         elif self.tty:
             if now - self._last >= 0.1 or last:
                 self._last = now
-                filled = int(_BAR * min(self.done, self.total) / max(self.total, 1))
+                filled = int(_BAR * min(self.fraction_done(), self.total) / max(self.total, 1))
                 bar = "#" * filled + "." * (_BAR - filled)
                 line = f"\r[{bar}] {self.status(step)}"
                 self.stream.write(line + ("\n" if last else ""))
@@ -284,6 +304,55 @@ def batch_done(docs: int) -> None:
         return
     for counter in list(_BATCH_SINKS):
         counter.batch(docs)
+
+
+#: The distributed event topic of :func:`task_share`.
+TASK_TOPIC = "curator-dask-task"
+_TASK_FOLLOWERS: dict[int, list[Callable[[str, float], None]]] = {}
+_FOLLOW_LOCK = threading.Lock()
+
+
+def task_share(share: float = 1.0) -> None:
+    """Say, from inside a task on a distributed worker, that ``share`` (0 to 1) of it is done
+    (1: it is finished): an event (:data:`TASK_TOPIC`) with the task's key, which
+    :func:`following_tasks` hands on (a pipeline's stage of a partition, or a batch of its
+    rows). Outside a distributed task, nothing."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        key = worker.get_current_task()
+    except (ImportError, ValueError, AttributeError, KeyError):
+        return
+    worker.log_event(TASK_TOPIC, {"key": str(key), "share": float(share)})
+
+
+@contextlib.contextmanager
+def following_tasks(client: Any, on_share: Callable[[str, float], None]) -> Iterator[None]:
+    """Within this block, ``on_share(key, share)`` for every :func:`task_share` said on
+    ``client``'s workers (several runs on one client each hear every task's; they keep
+    those whose keys are theirs)."""
+    cid = id(client)
+
+    def on_event(event: Any) -> None:
+        _, msg = event
+        for follower in list(_TASK_FOLLOWERS.get(cid, ())):
+            follower(str(msg.get("key")), float(msg.get("share", 1.0)))
+
+    with _FOLLOW_LOCK:
+        followers = _TASK_FOLLOWERS.setdefault(cid, [])
+        if not followers:
+            client.subscribe_topic(TASK_TOPIC, on_event)
+        followers.append(on_share)
+    try:
+        yield
+    finally:
+        with _FOLLOW_LOCK:
+            followers.remove(on_share)
+            if not followers:
+                del _TASK_FOLLOWERS[cid]
+                with contextlib.suppress(Exception):
+                    client.unsubscribe_topic(TASK_TOPIC)
 
 
 @contextlib.contextmanager

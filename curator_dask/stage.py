@@ -191,6 +191,14 @@ class ProcessingStage:
     def teardown(self) -> None:
         """Release what :meth:`setup` acquired."""
 
+    @property
+    def row_wise(self) -> bool:
+        """True when each output row is its input row's alone, every row kept (a
+        :class:`Modifier` that keeps the base's :meth:`process`): the executor may then
+        run it on slices of a partition (``curator.execution.slice-rows``) and say its
+        progress between them. False here."""
+        return False
+
     def process_with_stats(self, part: Any) -> tuple[Any, dict[str, int]]:
         """Like :meth:`process`, and return extra integer counters for the run statistics."""
         return self.process(part), {}
@@ -397,20 +405,34 @@ def materialise(part: Any, keep: Any | None) -> Any:
     return filter_rows(part, keep)
 
 
-def run_stage(stage: ProcessingStage, part: Any) -> tuple[Any, StageStats]:
-    """Run a set-up ``stage`` on one partition; return the output and its statistics."""
+def run_stage(
+    stage: ProcessingStage,
+    part: Any,
+    on_rows: Callable[[int, int], None] | None = None,
+    slice_rows: int | None = None,
+) -> tuple[Any, StageStats]:
+    """Run a set-up ``stage`` on one partition; return the output and its statistics.
+
+    A stage with a ``batch_size`` runs on slices of that many rows; a :attr:`row_wise`
+    one (a modifier) on slices of ``slice_rows`` (None: whole), which gives the same
+    output. ``on_rows(done, total)`` is called after each slice (the rows done so far, of
+    the partition's): how a task says its progress before it ends.
+    """
     t0 = time.perf_counter()
     c0 = compile_seconds()
     release_arrow_memory()  # what the task before this one (a reader) left behind
     n_in = len(part)
     extra: dict[str, int] = {}
-    if stage.batch_size and n_in > stage.batch_size:
+    rows = stage.batch_size or (slice_rows if stage.row_wise else None)
+    if rows and n_in > rows:
         outs = []
-        for start in range(0, n_in, stage.batch_size):
-            out, ex = stage.process_with_stats(part.iloc[start : start + stage.batch_size])
+        for start in range(0, n_in, rows):
+            out, ex = stage.process_with_stats(part.iloc[start : start + rows])
             outs.append(out)
             for k, v in ex.items():
                 extra[k] = extra.get(k, 0) + v
+            if on_rows is not None:
+                on_rows(min(start + rows, n_in), n_in)
         out = _concat(outs)
     else:
         out, extra = stage.process_with_stats(part)
@@ -599,6 +621,12 @@ class Modifier(ProcessingStage):
 
     def process(self, part: Any) -> Any:
         return part.assign(**{self.text_column: self.modify(part[self.text_column])})
+
+    @property
+    def row_wise(self) -> bool:
+        """True unless a subclass replaces :meth:`process` (``modify`` maps each document
+        on its own)."""
+        return type(self).process is Modifier.process
 
 
 @dataclass(kw_only=True)

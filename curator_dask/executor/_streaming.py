@@ -28,7 +28,7 @@ from curator_dask import hooks
 from curator_dask.executor import _oom, _tasks
 from curator_dask.executor.base import RunPlan
 from curator_dask.io.base import PartitionSpec
-from curator_dask.progress import Progress
+from curator_dask.progress import Progress, following_tasks
 
 logger = logging.getLogger("curator_dask.executor")
 
@@ -80,6 +80,8 @@ class StreamingRun:
         self.split: dict[int, _oom.SplitPartition] = {}
         self.max_splits = _oom.max_splits()
         self.records: list[dict[str, Any]] = []
+        # the read and stage tasks of whole partitions in flight: key -> (index, step)
+        self._steps: dict[str, tuple[int, int]] = {}
 
     def run(self) -> list[dict[str, Any]]:
         """Submit, wait, split, merge until every partition is written; return the records."""
@@ -88,11 +90,25 @@ class StreamingRun:
             if self.running.count() >= self.window:
                 break
         try:
-            for fut in self.running:
-                self._finished(fut, self.inflight.pop(fut.key))
+            with following_tasks(self.client, self._task_share):
+                for fut in self.running:
+                    self._finished(fut, self.inflight.pop(fut.key))
         finally:
             self.running.clear()
         return self.records
+
+    def _task_share(self, key: str, share: float) -> None:
+        """A read or stage task of a partition in flight said how far it is: the line moves
+        (each of the chain's steps an equal share of it), and a finished step is said to the
+        run hooks (``on_progress(run, <step>, "partitions", 1, None)``)."""
+        where = self._steps.get(key)
+        if where is None:  # another run's, a piece's, or a partition already written
+            return
+        index, step = where
+        steps = len(self.plan.stages) + 2  # read, the stages, write
+        self.progress.share(index, (step + min(share, 1.0)) / steps)
+        if share >= 1.0:
+            hooks.progress(self._run, self.plan.key_prefixes[step], "partitions", 1)
 
     # -- submitting -------------------------------------------------------------------------
     def _add(self, fut: Any, what: InFlight) -> None:
@@ -102,6 +118,8 @@ class StreamingRun:
     def _stages(self, fut: Any, index: int, piece: str | None) -> Any:
         plan = self.plan
         for k, stage in enumerate(plan.stages, 1):
+            if piece is None:
+                self._steps[plan.key(k, index)] = (index, k)
             fut = self.client.submit(
                 _tasks.stage_task,
                 stage,
@@ -115,6 +133,7 @@ class StreamingRun:
 
     def _submit_whole(self, spec: PartitionSpec) -> None:
         plan, i, last = self.plan, spec.index, len(self.plan.stages) + 1
+        self._steps[plan.key(0, i)] = (i, 0)
         fut = self.client.submit(
             _tasks.read_task, plan.reader, spec, key=plan.key(0, i), priority=plan.priority(0, i)
         )
@@ -169,6 +188,8 @@ class StreamingRun:
             return
         record = fut.result()
         fut.release()
+        for step in range(len(self.plan.stages) + 1):
+            self._steps.pop(self.plan.key(step, what.index), None)
         self.records.append(record)
         self.progress.update(record)  # shown, and said to the run hooks
         self.split.pop(what.index, None)

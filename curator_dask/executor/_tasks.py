@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from curator_dask import _backend
+from curator_dask import _backend, config, progress
 from curator_dask._kernels import compile_seconds
 from curator_dask.io.base import PartitionSpec, Reader, Writer, empty_quarantine
 from curator_dask.io.layout import META_PARQUET, RunLayout, part_name
@@ -80,6 +80,7 @@ def read_task(reader: Reader, spec: PartitionSpec) -> Carry:
         quarantined=n_quarantined,
         seconds=time.perf_counter() - t0,
     )
+    progress.task_share(1.0)  # the partition's progress moves before it is written
     return Carry(spec.index, data, result.quarantine, [stats.to_dict()])
 
 
@@ -92,7 +93,9 @@ def stage_task(stage: ProcessingStage, carry: Carry, keep_removed: bool = False)
     Consecutive filters share the partition they were given: each narrows the carry's
     running mask (:func:`~curator_dask.stage.run_masked`) and the kept rows are copied
     once, before the next stage that is not such a filter or the write; the statistics
-    are those of filtering stage by stage.
+    are those of filtering stage by stage. Says its progress as it goes
+    (:func:`curator_dask.progress.task_share`): when done, and after each slice of a stage
+    with a ``batch_size`` or a row-wise one (``curator.execution.slice-rows``).
     """
     ready = ready_stage(stage)
     if maskable(ready, carry.part):
@@ -105,12 +108,18 @@ def stage_task(stage: ProcessingStage, carry: Carry, keep_removed: bool = False)
             rows = np.flatnonzero(before & ~keep)
             if len(rows):  # the rows as this stage got them: no column of its own
                 removed.append(carry.part.iloc[rows].assign(removed_by=stage.stage_name))
+        progress.task_share(1.0)
         return replace(
             carry, part=part, keep=keep, stats=[*carry.stats, stats.to_dict()], removed=removed
         )
     c0 = compile_seconds()
     carry = carry.materialised()  # copying the kept rows may compile a kernel too
-    out, stats = run_stage(ready, carry.part)
+    out, stats = run_stage(
+        ready,
+        carry.part,
+        lambda done, total: progress.task_share(done / total),
+        slice_rows=config.get("execution.slice-rows"),
+    )
     stats = replace(stats, compile_seconds=compile_seconds() - c0)
     removed = carry.removed
     if keep_removed:
@@ -123,6 +132,7 @@ def stage_task(stage: ProcessingStage, carry: Carry, keep_removed: bool = False)
                     "documents it removed cannot be told apart; keep the input's index"
                 )
             removed.append(gone)
+    progress.task_share(1.0)
     return replace(carry, part=out, stats=[*carry.stats, stats.to_dict()], removed=removed)
 
 
