@@ -87,7 +87,7 @@ def blocksize_for_memory(
     """
     from dask.utils import parse_bytes
 
-    ceiling = int(parse_bytes(_get("io.blocksize", "64MB")))
+    ceiling = int(parse_bytes(_get("io.blocksize", "32MB")))
     if not memory_limit:
         return ceiling
     if threads_per_worker < 1:
@@ -215,7 +215,7 @@ def default_blocksize(
     """
     from dask.utils import parse_bytes
 
-    ceiling = int(parse_bytes(_get("io.blocksize", "64MB")))
+    ceiling = int(parse_bytes(_get("io.blocksize", "32MB")))
     planned = _PLANNED.get() if client is None else None
     if planned is not None:
         limit, threads, n_workers = planned

@@ -70,7 +70,7 @@ def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
             0.6 * limit - BASE_WORKER_BYTES, 2, peak_per_partition_byte=4, memory_fraction=1
         )
         # (0.6 x 2 GiB - 480 MiB) / (2 threads x 4) = 94 MiB -> 64 MiB, capped at the
-        # default ceiling of 64 MB
+        # default ceiling (32 MB)
         assert want == ceiling
         # the whole worker, idle memory included, under 60% of its limit
         assert BASE_WORKER_BYTES + 2 * 4 * want <= 0.6 * limit
