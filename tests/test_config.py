@@ -28,8 +28,8 @@ def test_blocksize_keeps_all_threads_under_the_fraction(limit, threads, peak, wa
 
 
 def test_blocksize_is_capped_by_the_configured_default_and_reads_config():
-    assert blocksize_for_memory(None) == 64_000_000
-    assert blocksize_for_memory(2**40, 1) == 64_000_000
+    assert blocksize_for_memory(None) == 32_000_000
+    assert blocksize_for_memory(2**40, 1) == 32_000_000
     with dask.config.set(
         {
             "curator.io.peak-per-partition-byte": 3,
@@ -56,7 +56,7 @@ def test_readers_default_blocksize_follows_the_workers_memory(tmp_path):
     from curator_dask.io import JsonlReader, ParquetReader
 
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
-    ceiling = 64_000_000
+    ceiling = 32_000_000
     assert JsonlReader(str(tmp_path)).partition_bytes == ceiling  # no client
     limit = 2 * 2**30
     with (
