@@ -767,11 +767,13 @@ def gather_strings(offsets, data, rows):  # type: ignore[no-untyped-def]
         out_offsets[k + 1] = out_offsets[k] + offsets[r + 1] - offsets[r]
     out = np.empty(out_offsets[n], np.uint8)
     for k in range(n):
-        # a byte loop (LLVM makes it a copy): slice assignment compiles numba's general
-        # array setitem, seconds of a first run's compile for nothing
-        s = offsets[rows[k]]
-        p = out_offsets[k]
-        for j in range(out_offsets[k + 1] - p):
+        # a byte loop, not slice assignment (which compiles numba's general array setitem:
+        # seconds of a first run's compile for nothing), on unsigned indices: a signed one
+        # gets a wraparound check per byte that keeps LLVM from making the loop a copy
+        # (1.4 ms instead of 0.06 ms for 1 MB)
+        s = np.uint64(offsets[rows[k]])
+        p = np.uint64(out_offsets[k])
+        for j in range(np.uint64(out_offsets[k + 1]) - p):
             out[p + j] = data[s + j]
     return out_offsets, out
 

@@ -79,3 +79,17 @@ def test_a_filter_keeps_the_same_rows_through_it(sample_frame):
     expected = part[f.keep_score(f.score(part["text"]))]
     pd.testing.assert_frame_equal(f.process(part), expected)
     assert 0 < len(expected) < len(part)
+
+
+def test_the_kept_rows_bytes_are_copied_with_vector_moves():
+    """gather_strings copies each kept string's bytes in a loop that LLVM vectorises (a
+    signed index's wraparound check per byte kept it a byte-at-a-time loop, 1.4 ms instead
+    of 0.06 ms for 1 MB); compiled apart from the cache, so the IR is its own."""
+    import numba
+
+    from curator_dask import _text_kernels
+
+    kernel = numba.njit(_text_kernels.gather_strings.py_func)
+    kernel(np.array([0, 2, 4]), np.zeros(4, np.uint8), np.array([1]))
+    (ir,) = kernel.inspect_llvm().values()
+    assert "x i8>" in ir  # vector loads and stores of bytes
