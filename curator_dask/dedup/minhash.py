@@ -478,7 +478,8 @@ def _word_shingles(data, offsets, raw, tables, fast, fast_cp, ngram):  # pragma:
             nt += 1
         if pos + nt + 1 > len(out):
             grown = np.empty(2 * (pos + nt + 1), dtype=np.uint64)
-            grown[:pos] = out[:pos]
+            for q in range(pos):  # not slice assignment: see _text_kernels.gather_strings
+                grown[q] = out[q]
             out = grown
         pos = _rolling_shingles(tok, nt, ngram, top, out, pos)
         out_off[i + 1] = pos
@@ -711,7 +712,8 @@ def _minhash32_split(hashes, offsets, a, b):  # pragma: no cover - compiled
                     m = min(m, np.uint32(np.uint32(t >> _S32) + np.uint32(ah[j] * x) + bh[j]))
                 buf[j] = m
             p += nb
-        sig[i] = buf[:k]
+        for j in range(k):  # not slice assignment: see _text_kernels.gather_strings
+            sig[i, j] = buf[j]
     return sig
 
 
