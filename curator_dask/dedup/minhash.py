@@ -613,10 +613,13 @@ def _prefer_wide_vectors(typingctx):  # pragma: no cover - compiled
 @numba.njit(inline="always")
 def _padded(v, k_pad):  # pragma: no cover - compiled
     """``v`` extended to ``k_pad`` entries by repeating ``v[0]`` (columns never returned)."""
+    # loops, not slice assignment: see _text_kernels.gather_strings
     out = np.zeros(k_pad, dtype=np.uint64)
-    out[: len(v)] = v
+    for j in range(len(v)):
+        out[j] = v[j]
     if len(v):
-        out[len(v) :] = v[0]
+        for j in range(len(v), k_pad):
+            out[j] = v[0]
     return out
 
 
