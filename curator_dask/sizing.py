@@ -81,9 +81,9 @@ def blocksize_for_memory(
     Examples
     --------
     >>> blocksize_for_memory(8 * 2**30, threads_per_worker=2, peak_per_partition_byte=6)
-    64000000
-    >>> blocksize_for_memory(2 * 2**30, threads_per_worker=4, peak_per_partition_byte=6) // 2**20
-    32
+    32000000
+    >>> blocksize_for_memory(2 * 2**30, threads_per_worker=8, peak_per_partition_byte=6) // 2**20
+    16
     """
     from dask.utils import parse_bytes
 
