@@ -1,21 +1,20 @@
 """Sizing policy: how large a run's partitions are, for the workers that will hold them.
 
 One place decides the readers' default blocksize (:func:`default_blocksize`, through
-:func:`resolve_blocksize`), from the workers' memory limit and threads (those of a client;
-else, within :func:`planned_workers`, those an executor is about to start; else the active
-client's) and the input's size. What is decided here changes how a run is cut into tasks,
-never what it outputs. The settings are ``curator.io.*`` in :mod:`dask.config` (read here
-directly: :mod:`curator_dask.config` re-exports this module's functions under their old
-names, so this module does not import it).
+:func:`resolve_blocksize`), from the workers' memory limit and threads (the :class:`Workers`
+a reader is told of when it lists its input, e.g. those an executor is about to start; else
+a client's, else the active client's; nothing is read from a hidden context) and the input's
+size. What is decided here changes how a run is cut into tasks, never what it outputs. The
+settings are ``curator.io.*`` in :mod:`dask.config` (read here directly:
+:mod:`curator_dask.config` re-exports this module's functions under their old names, so
+this module does not import it).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import sys
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import dask.config
@@ -142,57 +141,54 @@ def tightest_worker(workers: dict[str, Any]) -> tuple[int, int | None, int]:
     return len(workers), (min(limits) or None), max(threads)
 
 
-#: The workers a run is planned for, set by an executor that knows them before they exist.
-_PLANNED: contextvars.ContextVar[tuple[int | None, int, int | None] | None] = (
-    contextvars.ContextVar("curator_planned_workers", default=None)
-)
+@dataclass(frozen=True)
+class Workers:
+    """The shape of the workers a run's partitions are sized for.
 
+    What :func:`default_blocksize` needs to know of a cluster. An executor that starts its
+    own cluster knows it before the cluster exists and hands it to the reader when the
+    input is listed (:meth:`~curator_dask.io.base.Reader.partitions`); a user can do the
+    same to size a reader outside an executor.
 
-@contextlib.contextmanager
-def planned_workers(
-    memory_limit: int | None, threads_per_worker: int = 1, n_workers: int | None = None
-) -> Iterator[None]:
-    """Within this block, :func:`default_blocksize` without a client sizes for these workers.
-
-    An executor that starts its own cluster lists the input's partitions before the
-    cluster exists; it knows the memory limit, threads and number of the workers it will
-    get, and says so here (:class:`~curator_dask.executor.DaskExecutor` does).
     ``memory_limit`` None means no limit (the configured ``curator.io.blocksize``);
     ``n_workers`` None: unknown (one is assumed).
 
     Examples
     --------
-    >>> with planned_workers(2**30, 1):
-    ...     default_blocksize() // 2**20
-    32
+    >>> default_blocksize(workers=Workers(2**30, threads_per_worker=2)) // 2**20
+    16
     """
-    n = None if n_workers is None else max(1, int(n_workers))
-    token = _PLANNED.set((memory_limit, max(1, int(threads_per_worker)), n))
-    try:
-        yield
-    finally:
-        _PLANNED.reset(token)
+
+    memory_limit: int | None
+    threads_per_worker: int = 1
+    n_workers: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "threads_per_worker", max(1, int(self.threads_per_worker)))
+        if self.n_workers is not None:
+            object.__setattr__(self, "n_workers", max(1, int(self.n_workers)))
 
 
-@contextlib.contextmanager
-def workers_of(client: Any) -> Iterator[None]:
-    """:func:`planned_workers` for ``client``'s workers (nothing for None)."""
+def workers_of(client: Any) -> Workers | None:
+    """The :class:`Workers` of ``client``'s cluster (None for no client)."""
     if client is None:
-        yield
-        return
+        return None
     n, limit, threads = worker_resources(client)
-    with planned_workers(limit, threads, n or None):
-        yield
+    return Workers(limit, threads, n or None)
 
 
 def default_blocksize(
-    client: Any = None, expansion: float = 1.0, input_bytes: float | None = None
+    client: Any = None,
+    expansion: float = 1.0,
+    input_bytes: float | None = None,
+    *,
+    workers: Workers | None = None,
 ) -> int:
     """The readers' blocksize (bytes on disk) when none is given.
 
-    With workers that have a memory limit (those of ``client``; else, inside
-    :func:`planned_workers`, those an executor is about to start; else the active
-    client's) and ``curator.io.blocksize-from-memory`` (default true):
+    With workers that have a memory limit (``workers``, e.g. those an executor is about to
+    start; else those of ``client``; else the active client's) and
+    ``curator.io.blocksize-from-memory`` (default true):
     :func:`blocksize_for_memory` of ``curator.io.memory-fraction`` (0.6) of the limit less
     an idle worker's memory (:data:`BASE_WORKER_BYTES`), for one partition per worker
     thread (what the streaming executor keeps in flight), with ``expansion`` in-memory
@@ -204,9 +200,9 @@ def default_blocksize(
     the blocksize is also at most what splits the input into
     ``curator.io.partitions-per-thread`` (2) partitions for every worker thread (at least
     1 MiB), so every thread has work and a slow partition does not hold the run: the
-    workers of ``client``, else the planned ones, else the active client's, else this
-    machine's cores (dask's local scheduler). Resolved on the client, at run time, by the
-    readers when they list the input.
+    ``workers``, else those of ``client``, else the active client's, else this machine's
+    cores (dask's local scheduler). Resolved on the client, at run time, by the readers when
+    they list the input.
 
     Examples
     --------
@@ -216,9 +212,12 @@ def default_blocksize(
     from dask.utils import parse_bytes
 
     ceiling = int(parse_bytes(_get("io.blocksize", "32MB")))
-    planned = _PLANNED.get() if client is None else None
-    if planned is not None:
-        limit, threads, n_workers = planned
+    if workers is not None:
+        limit, threads, n_workers = (
+            workers.memory_limit,
+            workers.threads_per_worker,
+            workers.n_workers,
+        )
     else:
         n_workers, limit, threads = worker_resources(client)
     blocksize = ceiling
@@ -232,7 +231,7 @@ def default_blocksize(
             usable, threads, peak_per_partition_byte=peak, memory_fraction=1
         )
     if input_bytes and input_bytes > parse_bytes(_get("io.split-above", "8MiB")):
-        if planned is None and not n_workers:  # no cluster: dask's local scheduler
+        if workers is None and not n_workers:  # no cluster: dask's local scheduler
             n_workers, threads = 1, os.cpu_count() or 1
         per_thread = max(1, int(_get("io.partitions-per-thread", 2)))
         parts = per_thread * max(1, n_workers or 1) * max(1, threads)
@@ -247,12 +246,14 @@ def resolve_blocksize(
     *,
     expansion: float = 1.0,
     input_bytes: float | None = None,
+    workers: Workers | None = None,
 ) -> int | None:
     """A reader's blocksize in bytes: the given one, else :func:`default_blocksize`.
 
     None with ``files_per_partition`` (whole files, no blocksize). The one place a reader's
     ``blocksize`` argument becomes bytes; called on the client when the input is listed,
-    with the format's ``expansion`` and the listing's ``input_bytes``.
+    with the format's ``expansion``, the listing's ``input_bytes`` and the ``workers`` the
+    reader was told of.
 
     Examples
     --------
@@ -268,4 +269,4 @@ def resolve_blocksize(
         if nbytes <= 0:
             raise ValueError(f"blocksize must be > 0 bytes, got {blocksize!r}")
         return nbytes
-    return default_blocksize(expansion=expansion, input_bytes=input_bytes)
+    return default_blocksize(expansion=expansion, input_bytes=input_bytes, workers=workers)

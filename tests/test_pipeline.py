@@ -44,7 +44,7 @@ class MemoryReader(Reader):
     log: str | None = None  # append "read <index>" lines here
     lie_about_docs_read: bool = False
 
-    def partitions(self) -> list[PartitionSpec]:
+    def partitions(self, workers: Any = None) -> list[PartitionSpec]:
         return [PartitionSpec(i, (f"mem://{i}",)) for i in range(self.n_partitions)]
 
     def _slice(self, i: int) -> pd.DataFrame:
@@ -73,7 +73,7 @@ class MemoryReader(Reader):
         read = len(data) + len(q) + (1 if self.lie_about_docs_read else 0)
         return ReadResult(data, q, read)
 
-    def to_dask(self) -> Any:
+    def to_dask(self, workers: Any = None) -> Any:
         parts = [self._slice(i) for i in range(self.n_partitions)]
         return dd.from_pandas(pd.concat(parts), npartitions=self.n_partitions, sort=False)
 

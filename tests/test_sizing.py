@@ -19,7 +19,6 @@ def test_the_old_config_names_are_the_sizing_functions() -> None:
         "BASE_WORKER_BYTES",
         "blocksize_for_memory",
         "default_blocksize",
-        "planned_workers",
         "tightest_worker",
         "worker_resources",
         "workers_of",
@@ -60,7 +59,7 @@ def test_readers_take_their_default_blocksize_from_one_place(
     size = (tmp_path / f"a.{fmt}").stat().st_size
     asked = []
 
-    def default(client=None, expansion=1.0, input_bytes=None):
+    def default(client=None, expansion=1.0, input_bytes=None, workers=None):
         asked.append((expansion, input_bytes))
         return max(1, size // 4)
 

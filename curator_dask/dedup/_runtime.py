@@ -90,8 +90,8 @@ class DedupInput:
 
         Without ``blocksize`` the partitions follow the workers' memory limit and number
         (:func:`curator_dask.sizing.default_blocksize`), decided on the client when the
-        reader lists the input (within :func:`curator_dask.sizing.workers_of` this input's
-        client).
+        reader lists the input, for the workers of this input's client
+        (:func:`curator_dask.sizing.workers_of`).
         """
         if self.paths is None:
             return None
@@ -117,8 +117,7 @@ class DedupInput:
             needed = self.content_column or self.text_column
             check_columns(list(self.df.columns), "the dataframe", needed, self.id_column)
         else:
-            with sizing.workers_of(self.client):
-                self.reader().check_columns()
+            self.reader().check_columns(self.reader().partitions(sizing.workers_of(self.client)))
 
     def frame(self) -> Any:
         """The input as a lazy dask frame (built once)."""
@@ -127,8 +126,7 @@ class DedupInput:
                 self.check_columns()
                 self._frame = self.df
             else:
-                with sizing.workers_of(self.client):
-                    self._frame = self.reader().to_dask()
+                self._frame = self.reader().to_dask(sizing.workers_of(self.client))
         return self._frame
 
     def fingerprint(self) -> str:
@@ -141,8 +139,7 @@ class DedupInput:
                 self._fingerprint = tokenize(self.df)
             else:
                 reader = self.reader()
-                with sizing.workers_of(self.client):
-                    specs = reader.partitions()
+                specs = reader.partitions(sizing.workers_of(self.client))
                 self._fingerprint = tokenize(
                     [(spec.index, reader.fingerprint(spec)) for spec in specs],
                     self.input_format,

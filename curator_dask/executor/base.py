@@ -23,6 +23,7 @@ from curator_dask.io.writers import unify_schemas
 from curator_dask.monitoring import hooks as _monitoring  # noqa: F401  (registers its hooks)
 from curator_dask.progress import Progress, following_compiles
 from curator_dask.results import PipelineResult
+from curator_dask.sizing import Workers
 from curator_dask.stage import ProcessingStage, parameters_of
 
 logger = logging.getLogger("curator_dask.executor")
@@ -178,8 +179,12 @@ class RunPlan:
         return -index * (len(self.stages) + 2) + step
 
 
-def make_plan(pipeline: RunnablePipeline, mode: str) -> RunPlan:
-    """Validate ``pipeline``, list its partitions and compute the resume tokens."""
+def make_plan(pipeline: RunnablePipeline, mode: str, workers: Workers | None = None) -> RunPlan:
+    """Validate ``pipeline``, list its partitions and compute the resume tokens.
+
+    ``workers``: the workers the run will have, handed to the reader's listing (its default
+    blocksize is sized for them, :func:`curator_dask.sizing.default_blocksize`).
+    """
     pipeline.validate(need_writer=True)
     assert pipeline.reader is not None
     assert pipeline.writer is not None
@@ -189,7 +194,7 @@ def make_plan(pipeline: RunnablePipeline, mode: str) -> RunPlan:
         raise ValueError("keep_removed=True needs execution_mode='streaming'")
     layout = pipeline.writer.layout
     layout.check_not_overlapping(pipeline.reader.input_locations())  # before any file is touched
-    specs = sorted(pipeline.reader.partitions(), key=lambda s: s.index)
+    specs = sorted(pipeline.reader.partitions(workers=workers), key=lambda s: s.index)
     pipeline.reader.check_columns(specs)  # a wrong column name fails here, before any work
     if pipeline.writer.per_input_file:
         sources = [pipeline.reader.source_name(s) for s in specs]
@@ -296,8 +301,7 @@ class Executor:
         """Run ``pipeline`` and return its :class:`~curator_dask.results.PipelineResult`."""
         t0 = time.perf_counter()
         mode = execution_mode or _config.get("execution.mode", "streaming")
-        with self._planning():
-            plan = make_plan(pipeline, mode)
+        plan = make_plan(pipeline, mode, self._planned_workers())
         with OutputLease(plan.layout, plan.run_id, timeout_s=lease_timeout()):
             return self._execute(plan, mode, t0)
 
@@ -398,9 +402,10 @@ class Executor:
         return result
 
     # -- what subclasses provide ------------------------------------------------------
-    def _planning(self) -> contextlib.AbstractContextManager[Any]:
-        """The context the partitions are listed in (e.g. the workers the run will have)."""
-        return contextlib.nullcontext()
+    def _planned_workers(self) -> Workers | None:
+        """The workers the run will have, when known before the input is listed (None: the
+        reader sizes for the active client's, if any)."""
+        return None
 
     @contextlib.contextmanager
     def _session(self, plan: RunPlan) -> Iterator[Any]:

@@ -157,40 +157,32 @@ class DaskExecutor(Executor):
         return f"DaskExecutor({where})"
 
     # -- the client -------------------------------------------------------------------
-    def _planning(self) -> contextlib.AbstractContextManager[Any]:
-        # The partitions are listed before the cluster starts: size them for the workers
-        # this executor will run on (sizing.default_blocksize), not the active client's.
-        workers = self._planned_workers()
-        if workers is None:
-            return contextlib.nullcontext()
-        return sizing.planned_workers(*workers)
-
-    def _planned_workers(self) -> tuple[int | None, int, int | None] | None:
-        """``(memory_limit, threads_per_worker, n_workers)`` of the run's workers, if known."""
+    def _planned_workers(self) -> sizing.Workers | None:
+        """The workers of the run: those of the client or the scheduler, else those this
+        executor will start (the partitions are listed before the cluster starts, and are
+        sized for them, not for the active client's)."""
         self._connect_error = None
         if self.client is not None:
-            n, limit, threads = sizing.worker_resources(self.client)
-            return limit, threads, n or None
+            return sizing.workers_of(self.client)
         connect = self._connect_config()
         if connect is not None:
             # Ask the scheduler (one short extra connection, before listing the input).
             try:
                 with get_client(connect) as client:
-                    n, limit, threads = sizing.worker_resources(client)
+                    return sizing.workers_of(client)
             except ClusterConnectError as e:
                 # raised again when the run needs the cluster (not after a second wait)
                 self._connect_error = e
                 return None
-            return limit, threads, n or None
         if self.cluster is None or isinstance(self.cluster, ClusterConfig):
             config = self.cluster or ClusterConfig.from_dask_config()
             memory = config.worker_memory()
-            return None if memory is None else (*memory, config.sized()[0])
+            return None if memory is None else sizing.Workers(*memory, config.sized()[0])
         info = getattr(self.cluster, "scheduler_info", None)  # a running cluster object
         if not isinstance(info, dict):
             return None
         n, limit, threads = sizing.tightest_worker(info.get("workers") or {})
-        return limit, threads, n or None
+        return sizing.Workers(limit, threads, n or None)
 
     @contextlib.contextmanager
     def _client(self, plan: RunPlan) -> Iterator[Any]:

@@ -21,12 +21,15 @@ The executor streams partitions through ``read_partition -> stages -> write_part
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
 from curator_dask.io.layout import RunLayout
 from curator_dask.io.quarantine import QUARANTINE_COLUMNS, empty_quarantine
+
+if TYPE_CHECKING:
+    from curator_dask.sizing import Workers
 
 __all__ = [
     "QUARANTINE_COLUMNS",
@@ -69,16 +72,21 @@ class Reader:
     text_column: str = "text"
     id_column: str = "id"
 
-    def partitions(self) -> list[PartitionSpec]:
-        """List the partitions (cheap: file listing and sizes only)."""
+    def partitions(self, workers: Workers | None = None) -> list[PartitionSpec]:
+        """List the partitions (cheap: file listing and sizes only).
+
+        ``workers``: the workers the partitions are for (the executor gives those the run
+        will have); a reader without a given partition size sizes them for these
+        (:func:`curator_dask.sizing.resolve_blocksize`), else for the active client's.
+        """
         raise NotImplementedError
 
     def read_partition(self, spec: PartitionSpec) -> ReadResult:
         """Read one partition."""
         raise NotImplementedError
 
-    def to_dask(self) -> Any:
-        """Return a lazy dask dataframe over :meth:`partitions`."""
+    def to_dask(self, workers: Workers | None = None) -> Any:
+        """Return a lazy dask dataframe over :meth:`partitions` (listed for ``workers``)."""
         raise NotImplementedError
 
     def split(self, spec: PartitionSpec) -> tuple[PartitionSpec, PartitionSpec] | None:

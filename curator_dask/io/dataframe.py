@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dask.base import tokenize
 
 from curator_dask.errors import check_columns
 from curator_dask.io.base import PartitionSpec, Reader, ReadResult, empty_quarantine
+
+if TYPE_CHECKING:
+    from curator_dask.sizing import Workers
 
 
 @dataclass
@@ -43,8 +46,9 @@ class DataFrameReader(Reader):
     def __post_init__(self) -> None:
         check_columns(list(self.df.columns), "the dataframe", self.text_column)
 
-    def partitions(self) -> list[PartitionSpec]:
-        """One partition per partition of ``df`` (its graph culled to that partition)."""
+    def partitions(self, workers: Workers | None = None) -> list[PartitionSpec]:
+        """One partition per partition of ``df`` (its graph culled to that partition; the
+        frame's partitions are as they are, whatever the ``workers``)."""
         parts = self.df.to_delayed(optimize_graph=True)
         return [
             PartitionSpec(i, (), extra={"part": part, "key": str(part.key)})
@@ -56,7 +60,7 @@ class DataFrameReader(Reader):
         data = spec.extra["part"].compute(scheduler="sync")
         return ReadResult(data, empty_quarantine(), len(data))
 
-    def to_dask(self) -> Any:
+    def to_dask(self, workers: Workers | None = None) -> Any:
         """The frame itself."""
         return self.df
 

@@ -503,16 +503,17 @@ class FileReader(Reader):
             self.paths = os.fspath(self.paths)
 
     # -- the Reader contract ---------------------------------------------------------------
-    def partitions(self) -> list[PartitionSpec]:
+    def partitions(self, workers: sizing.Workers | None = None) -> list[PartitionSpec]:
         """List the partitions, in sorted path order.
 
         Mostly file listing and sizes; only a file larger than ``blocksize`` may be opened,
-        to find where it splits.
+        to find where it splits. Without a ``blocksize``, the partitions are sized for
+        ``workers`` (else for the active client's workers).
         """
         files = list_files(self.paths, self.suffixes, self.storage_options)
         # Resolved here, on the client, from the whole listing; travels with the reader.
         self._id_names = id_names([f.path for f in files])
-        bs = self._resolve_blocksize(sum(f.size or 0 for f in files))
+        bs = self._resolve_blocksize(sum(f.size or 0 for f in files), workers)
         self._listed_blocksize = bs
         specs = group_files(
             files,
@@ -591,12 +592,15 @@ class FileReader(Reader):
         listing used, else what one would use now."""
         return getattr(self, "_listed_blocksize", None) or self._resolve_blocksize()
 
-    def _resolve_blocksize(self, input_bytes: float | None = None) -> int | None:
+    def _resolve_blocksize(
+        self, input_bytes: float | None = None, workers: sizing.Workers | None = None
+    ) -> int | None:
         return sizing.resolve_blocksize(
             self.blocksize,
             self.files_per_partition,
             expansion=self.expansion,
             input_bytes=input_bytes,
+            workers=workers,
         )
 
     def check_columns(self, specs: list[PartitionSpec] | None = None) -> None:
@@ -614,8 +618,9 @@ class FileReader(Reader):
         first records; None when unknown (the default: nothing is checked)."""
         return None
 
-    def to_dask(self) -> Any:
-        """Return a lazy dask dataframe with one partition per :meth:`partitions` entry.
+    def to_dask(self, workers: sizing.Workers | None = None) -> Any:
+        """Return a lazy dask dataframe with one partition per :meth:`partitions` entry
+        (listed for ``workers``).
 
         Raises :class:`~curator_dask.errors.ColumnError` now if the input lacks the text
         column (:meth:`check_columns`).
@@ -626,7 +631,7 @@ class FileReader(Reader):
         """
         import dask.dataframe as dd
 
-        specs = self.partitions()
+        specs = self.partitions(workers)
         self.check_columns(specs)
         meta = self.meta(specs)
         task = _ReadTask(

@@ -74,3 +74,40 @@ def test_streaming_keeps_one_partition_in_flight_per_worker_thread_by_default() 
         assert DaskExecutor(client=client, max_in_flight=2)._window(client) == 2
         with dask.config.set({"curator.execution.max-in-flight": 4}):
             assert DaskExecutor(client=client)._window(client) == 4
+
+
+def test_a_reader_told_the_same_workers_lists_what_the_executor_lists(tmp_path: Path) -> None:
+    # The executor hands the workers it will start to the reader's listing
+    # (Reader.partitions(workers)); a reader told the same shape outside any executor cuts the
+    # input the same way, and no hidden context is consulted (sizing has no ContextVar).
+    import ast
+
+    from curator_dask import sizing
+
+    src = tmp_path / "in.jsonl"
+    with src.open("w") as f:
+        for i in range(2_500):
+            f.write(json.dumps({"id": f"d{i}", "text": f"doc {i} " + "word " * 400}) + "\n")
+    config = ClusterConfig(
+        n_workers=1,
+        threads_per_worker=1,
+        memory_limit="4GiB",
+        processes=False,
+        dashboard_address=None,
+    )
+    executor = DaskExecutor(cluster=config, progress=False)
+    with dask.config.set({"curator.io.peak-per-partition-byte": 500}):
+        limit, threads = config.worker_memory()  # type: ignore[misc]
+        told = sizing.Workers(limit, threads, 1)
+        assert executor._planned_workers() == told
+        outside = JsonlReader(str(src)).partitions(told)
+        assert len(JsonlReader(str(src)).partitions()) == 1  # no workers, no client: ceiling
+        result = Pipeline("told", [JsonlReader(str(src)), JsonlWriter(str(tmp_path / "out"))]).run(
+            executor
+        )
+    assert result.partitions == len(outside) > 1
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == len(outside)
+    tree = ast.parse(Path(sizing.__file__).read_text(encoding="utf-8"))
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert "ContextVar" not in names

@@ -27,8 +27,7 @@ def test_two_workers_of_one_thread_get_four_partitions_not_five(tmp_path: Path) 
     path = _one_file(tmp_path, 9 * 2**20 + 3)
     size = path.stat().st_size
     assert size % 4
-    with sizing.planned_workers(16 * GiB, 1, 2):
-        specs = JsonlReader(str(path)).partitions()
+    specs = JsonlReader(str(path)).partitions(sizing.Workers(16 * GiB, 1, 2))
     assert len(specs) == 4
     lengths = [s.end - s.start for s in specs]
     assert max(lengths) - min(lengths) <= 1
