@@ -322,6 +322,7 @@ def remove_duplicates(
     id_column: str = "id",
     group_column: str = "group",
     duplicates_id_column: str = "id",
+    storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Drop duplicates listed in a table from a dataset, keeping exactly one per group; lazy.
 
@@ -339,6 +340,9 @@ def remove_duplicates(
         (``"last"``) id; None removes every listed id.
     id_column : str
         The id column of ``dataset``.
+    storage_options : dict, optional
+        fsspec options of the filesystem a ``duplicates`` directory is on (e.g. S3
+        credentials or endpoint), as the workflows take them.
 
     Returns
     -------
@@ -356,7 +360,7 @@ def remove_duplicates(
     ['a', 'b']
     """
     if isinstance(duplicates, (str, os.PathLike)):
-        duplicates = dd.read_parquet(os.fspath(duplicates))
+        duplicates = dd.read_parquet(os.fspath(duplicates), storage_options=storage_options)
     if isinstance(duplicates, pd.DataFrame):
         duplicates = dd.from_pandas(duplicates, npartitions=1)
     dup = duplicates.rename(columns={duplicates_id_column: "_rid"})

@@ -160,6 +160,22 @@ def test_duplicate_groups_and_remove_duplicates(tmp_path):
     assert left.columns.tolist() == pdf.columns.tolist()
 
 
+def test_remove_duplicates_reads_a_table_with_its_storage_options(tmp_path):
+    # a directory on a filesystem that needs its options to be found at all: fsspec's
+    # dir:// takes its root from storage_options (without them it cannot resolve the path)
+    import fsspec
+
+    pdf = pd.DataFrame(_docs(12))
+    df = dd.from_pandas(pdf, npartitions=3)
+    (tmp_path / "dups").mkdir()
+    table = pd.DataFrame({"id": ["d001", "d002", "d004", "d005"], "group": [0, 0, 1, 1]})
+    table.to_parquet(tmp_path / "dups" / "part.0.parquet")
+    options = {"path": str(tmp_path), "fs": fsspec.filesystem("file")}
+    kept = remove_duplicates(df, "dir://dups", keep="first", storage_options=options).compute()
+    assert sorted(set(pdf["id"]) - set(kept["id"])) == ["d002", "d005"]
+    assert len(kept) == len(pdf) - 2
+
+
 def test_components_without_scipy(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy", None)
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)
