@@ -43,6 +43,16 @@ class Upper(Modifier):
 MODULE = Path(__file__).stem  # importable: pytest puts tests/ on sys.path
 
 
+@dataclass(kw_only=True)
+class FailsOnD(Filter):
+    """Raises on the partition that holds a document starting with "d"."""
+
+    def keep(self, text: pd.Series) -> pd.Series:
+        if text.str.startswith("d").any():
+            raise ValueError("a stage that fails")
+        return text.str.len() > 0
+
+
 def write_inputs(tmp_path: Path, records: list[dict], n_files: int = 3) -> Path:
     src = tmp_path / "in"
     src.mkdir()
@@ -294,6 +304,24 @@ def test_a_small_input_runs_on_threads_in_the_cli_process(
     assert main(["run", str(cfg), "--n-workers", "2", "--threads-per-worker", "1"]) == 0
     assert "in this process" not in capsys.readouterr().err
     assert output_ids(out) == expected_ids(records, 20)
+
+
+def test_a_failed_partition_is_one_error_in_one_line_that_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # the executor logged "partition N failed" as an error of its own before main()'s line
+    src = tmp_path / "in"
+    src.mkdir()
+    for i, word in enumerate("abcd"):
+        (src / f"{i}.jsonl").write_text(json.dumps({"id": word, "text": word * 3}) + "\n")
+    spec = pipeline_dict(src, tmp_path / "out")
+    spec["stages"] = [{"class": f"{MODULE}:FailsOnD"}]
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(spec))
+    assert main(["run", str(cfg)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    errors = [line for line in err if "error" in line.lower()]
+    assert errors == ["curator-dask: error: ValueError: a stage that fails (in partition 3)"], err
 
 
 def test_a_small_dedup_input_runs_on_threads_and_removes_the_same_documents(

@@ -103,7 +103,9 @@ def describe_error(err: BaseException) -> tuple[int, str]:
     )
     if name in known or isinstance(err, (OSError, MemoryError)):
         return 1, f"curator-dask: error: {msg}"
+    # where it failed (the executor's note on a task's exception, e.g. "in partition 3")
+    where = next((n for n in getattr(err, "__notes__", ()) if n.startswith("in partition ")), "")
     return 1, (
-        f"curator-dask: error: {name}: {msg}\n"
+        f"curator-dask: error: {name}: {msg}{f' ({where})' if where else ''}\n"
         "curator-dask: run again with --debug for the traceback"
     )

@@ -217,5 +217,11 @@ class StreamingRun:
                 self._submit_piece(half)
             return
         hooks.task_failed(self._run, fut.key, retried=False)
-        logger.error("partition %d failed", what.index)
-        fut.result()  # raises the task's exception with its traceback
+        # the caller says the error once (the command line: one line, partition included);
+        # the log file keeps this record
+        logger.debug("partition %d failed", what.index)
+        try:
+            fut.result()  # raises the task's exception with its traceback
+        except BaseException as e:
+            e.add_note(f"in partition {what.index}")
+            raise
