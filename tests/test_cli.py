@@ -324,6 +324,29 @@ def test_a_failed_partition_is_one_error_in_one_line_that_names_it(
     assert errors == ["curator-dask: error: ValueError: a stage that fails (in partition 3)"], err
 
 
+@pytest.mark.parametrize("command", ["run", "exact-dedup"])
+def test_a_local_directory_that_overlaps_the_output_is_refused(
+    tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture, command: str
+) -> None:
+    # the workers' scratch and spill directory follows io's overlap rule as the output, the
+    # cache and the quarantine do, for pipelines and dedup commands alike
+    src = write_inputs(tmp_path, records[:30])
+    out = tmp_path / "out"
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump(pipeline_dict(src, out, min_words=1)))
+    argv = ["run", str(cfg)] if command == "run" else [command, str(src), "--output", str(out)]
+    for local, what in ((out / "scratch", "output"), (src / "tmp", "input")):
+        assert main([*argv, "--local-directory", str(local), "-q"]) == 1
+        err = capsys.readouterr().err
+        line = err.splitlines()[0]
+        assert "overlaps" in line, err
+        assert f"local directory {local}" in line, err
+        assert f"{what} " in line, err
+        assert not out.exists()  # refused before anything is written
+        assert not local.exists()
+    assert main([*argv, "--local-directory", str(tmp_path / "scratch"), "-q"]) == 0
+
+
 def test_a_small_dedup_input_runs_on_threads_and_removes_the_same_documents(
     tmp_path: Path, records: list[dict], capsys: pytest.CaptureFixture
 ) -> None:

@@ -179,14 +179,17 @@ class DedupWorkflow:
         """Where the steps are cached; default ``<output>/_work``."""
         return RunLayout.for_output(output_path).work_dir(self.method)
 
-    def _check_apart(self, inp: DedupInput) -> None:
+    def _check_apart(self, inp: DedupInput, written: dict[str, str | None] | None = None) -> None:
         """io's one overlap rule, as pipelines have it: the output, the quarantine directory
-        (``curator.io.quarantine-dir``) and the cache apart from the input and each other."""
+        (``curator.io.quarantine-dir``), the cache and what else the run writes
+        (``written``, e.g. the local cluster's ``local directory``) apart from the input and
+        each other."""
         cache = getattr(self, "cache_path", None)
         so = getattr(self, "storage_options", None)
         output = RunLayout.for_output(self.output_path, storage_options=so)  # type: ignore[attr-defined]
         output.check_not_overlapping(
-            inp.input_locations(), {"cache directory": resolve_path(cache) if cache else None}
+            inp.input_locations(),
+            {"cache directory": resolve_path(cache) if cache else None, **(written or {})},
         )
 
     @contextlib.contextmanager

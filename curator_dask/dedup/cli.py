@@ -212,8 +212,19 @@ def _run(
         what = f" ({command.needs_what})" if command.needs_what else ""
         require(command.needs, command.install, command.name + what)
     # listed without a cluster: a wrong column fails before one starts
-    inp = DedupInput.of(cls(input_path=args.input, **options))
+    instance = cls(input_path=args.input, **options)
+    inp = DedupInput.of(instance)
     inp.check_columns()
+    # the local cluster's scratch and spill directory (--local-directory, else
+    # curator.cluster.local-directory) apart from the input, output and cache, as for `run`
+    from curator_dask.cluster import ClusterConfig
+
+    cluster = ClusterConfig.from_dask_config()
+    connects = cluster.kind in ("address", "scheduler_file") or any(
+        getattr(args, k, None) for k in ("scheduler_address", "scheduler_file")
+    )
+    local = getattr(args, "local_directory", None) or cluster.local_directory
+    instance._check_apart(inp, {} if connects else {"local directory": local})
 
     def input_bytes() -> float | None:
         # the input's estimated size: a small one runs on threads

@@ -8,7 +8,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -179,11 +179,18 @@ class RunPlan:
         return -index * (len(self.stages) + 2) + step
 
 
-def make_plan(pipeline: RunnablePipeline, mode: str, workers: Workers | None = None) -> RunPlan:
+def make_plan(
+    pipeline: RunnablePipeline,
+    mode: str,
+    workers: Workers | None = None,
+    written: Mapping[str, str | None] | None = None,
+) -> RunPlan:
     """Validate ``pipeline``, list its partitions and compute the resume tokens.
 
     ``workers``: the workers the run will have, handed to the reader's listing (its default
     blocksize is sized for them, :func:`curator_dask.sizing.default_blocksize`).
+    ``written``: other places the run writes (name -> location, e.g. the local cluster's
+    ``local directory``), kept apart from the input and the output by io's overlap rule.
     """
     pipeline.validate(need_writer=True)
     assert pipeline.reader is not None
@@ -193,7 +200,8 @@ def make_plan(pipeline: RunnablePipeline, mode: str, workers: Workers | None = N
     if pipeline.keep_removed and mode != "streaming":
         raise ValueError("keep_removed=True needs execution_mode='streaming'")
     layout = pipeline.writer.layout
-    layout.check_not_overlapping(pipeline.reader.input_locations())  # before any file is touched
+    # before any file is touched
+    layout.check_not_overlapping(pipeline.reader.input_locations(), written)
     specs = sorted(pipeline.reader.partitions(workers=workers), key=lambda s: s.index)
     pipeline.reader.check_columns(specs)  # a wrong column name fails here, before any work
     if pipeline.writer.per_input_file:
@@ -301,7 +309,7 @@ class Executor:
         """Run ``pipeline`` and return its :class:`~curator_dask.results.PipelineResult`."""
         t0 = time.perf_counter()
         mode = execution_mode or _config.get("execution.mode", "streaming")
-        plan = make_plan(pipeline, mode, self._planned_workers())
+        plan = make_plan(pipeline, mode, self._planned_workers(), self._scratch_locations())
         with OutputLease(plan.layout, plan.run_id, timeout_s=lease_timeout()):
             return self._execute(plan, mode, t0)
 
@@ -406,6 +414,11 @@ class Executor:
         """The workers the run will have, when known before the input is listed (None: the
         reader sizes for the active client's, if any)."""
         return None
+
+    def _scratch_locations(self) -> dict[str, str | None]:
+        """Places the run's workers write besides the output (name -> location), for the
+        overlap rule; default none."""
+        return {}
 
     @contextlib.contextmanager
     def _session(self, plan: RunPlan) -> Iterator[Any]:

@@ -217,6 +217,15 @@ class DaskExecutor(Executor):
         with get_client(config) as client:
             yield client
 
+    def _scratch_locations(self) -> dict[str, str | None]:
+        """The local directory (scratch and spill) of the cluster this executor starts."""
+        if self.client is not None or self._connect_config() is not None:
+            return {}
+        if self.cluster is None or isinstance(self.cluster, ClusterConfig):
+            config = self.cluster or ClusterConfig.from_dask_config()
+            return {"local directory": config.local_directory}
+        return {}
+
     def _connect_config(self) -> ClusterConfig | None:
         """The config to connect with when the workers are a running scheduler's, else None."""
         if self.address is not None:
