@@ -80,8 +80,9 @@ def test_pipeline_keeps_what_scoring_every_filter_keeps(corpus, order):
         )
 
 
-def test_measures_are_computed_for_survivors_only_and_text_hashed_once(corpus, monkeypatch):
-    measured = {"doc_hashes": 0, "document_stats": 0, "ngram_stats": 0}
+def _count_documents_measured(monkeypatch, *names):
+    """Wrap the named text kernels so that each counts the documents it is called on."""
+    measured = dict.fromkeys(names, 0)
 
     def counting(name):
         kernel = getattr(K, name)
@@ -92,8 +93,13 @@ def test_measures_are_computed_for_survivors_only_and_text_hashed_once(corpus, m
 
         return run
 
-    for name in measured:
+    for name in names:
         monkeypatch.setattr(K, name, counting(name))
+    return measured
+
+
+def test_measures_are_computed_for_survivors_only_and_text_hashed_once(corpus, monkeypatch):
+    measured = _count_documents_measured(monkeypatch, "doc_hashes", "document_stats", "ngram_stats")
     text_kit.clear_measures()
     part, entering = corpus, {}
     for f in heuristic_filters():
@@ -199,19 +205,9 @@ def test_a_chain_of_filters_copies_the_kept_rows_once_and_keeps_the_same(
 
 
 def test_a_chain_of_filters_measures_the_rows_it_still_keeps_only(corpus, monkeypatch):
-    measured = {"document_stats": 0, "ngram_stats": 0, "word_list_counts": 0}
-
-    def counting(name):
-        kernel = getattr(K, name)
-
-        def run(offsets, *args):
-            measured[name] += len(offsets) - 1
-            return kernel(offsets, *args)
-
-        return run
-
-    for name in measured:
-        monkeypatch.setattr(K, name, counting(name))
+    measured = _count_documents_measured(
+        monkeypatch, "document_stats", "ngram_stats", "word_list_counts"
+    )
     text_kit.clear_measures()
     carry, entering = _tasks.Carry(0, corpus, None), {}
     for f in heuristic_filters():
