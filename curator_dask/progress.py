@@ -43,7 +43,65 @@ def say(text: str, stream: TextIO | None = None) -> None:
         logger.info(text)
     else:
         stamp = time.strftime(DATEFMT)
-        print(f"{stamp} {PREFIX} {text}", file=stream or sys.stderr, flush=True)
+        out = stream or sys.stderr
+        with bar_cleared(out):
+            print(f"{stamp} {PREFIX} {text}", file=out, flush=True)
+
+
+# -- a terminal bar's open line ----------------------------------------------------------------
+#: The bar line drawn last on a terminal stream and not ended yet (id(stream): (stream, line)).
+_OPEN_BARS: dict[int, tuple[Any, str]] = {}
+_OPEN_LOCK = threading.RLock()
+
+
+def _draw_bar(stream: Any, line: str, end: bool) -> None:
+    """Draw a bar ``line`` (``\r`` first) on a terminal ``stream``; ``end`` ends its line."""
+    with _OPEN_LOCK:
+        stream.write(line + ("\n" if end else ""))
+        stream.flush()
+        if end:
+            _OPEN_BARS.pop(id(stream), None)
+        else:
+            _OPEN_BARS[id(stream)] = (stream, line)
+
+
+@contextlib.contextmanager
+def bar_cleared(stream: Any) -> Iterator[None]:
+    """Write other lines on ``stream`` within this block: a terminal bar whose line is still
+    open there (redrawn in place with ``\r``) is cleared first and drawn again after, so that
+    a warning or a message starts its own line instead of ending the bar's."""
+    with _OPEN_LOCK:
+        drawn = _OPEN_BARS.get(id(stream))
+        if drawn is not None and drawn[0] is not stream:
+            drawn = None
+        if drawn is not None:
+            stream.write("\r" + " " * len(drawn[1].lstrip("\r")) + "\r")
+        try:
+            yield
+        finally:
+            if drawn is not None and _OPEN_BARS.get(id(stream)) is drawn:
+                stream.write(drawn[1])
+                stream.flush()
+
+
+def end_bar(stream: Any) -> None:
+    """End the line of a terminal bar left open on ``stream`` (a run stopped by an error,
+    whose message comes next); the bar is not drawn again."""
+    with _OPEN_LOCK:
+        drawn = _OPEN_BARS.pop(id(stream), None)
+        if drawn is not None and drawn[0] is stream:
+            stream.write("\n")
+            stream.flush()
+
+
+class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The command's console handler: a record written while a terminal bar is drawn on the
+    same stream clears the bar's line first (:func:`bar_cleared`)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write the record on a line of its own."""
+        with bar_cleared(self.stream):
+            super().emit(record)
 
 
 def log_warning(
@@ -274,9 +332,7 @@ class Progress:
                 self._last = now
                 filled = int(_BAR * min(self.fraction_done(), self.total) / max(self.total, 1))
                 bar = "#" * filled + "." * (_BAR - filled)
-                line = f"\r[{bar}] {self.status(step)}"
-                self.stream.write(line + ("\n" if last else ""))
-                self.stream.flush()
+                _draw_bar(self.stream, f"\r[{bar}] {self.status(step)}", last)
         elif now - self._last >= self.interval or last:
             self._last = now
             self.message(self.status(step))

@@ -237,3 +237,80 @@ def test_a_commands_log_file_gets_the_shuffle_warnings_its_terminal_does_not_sho
     assert any("initialized" in ln for ln in shuffles), log.read_text()
     assert "Shuffle" not in done.stderr
     assert re.search(r"exact-dedup hash: (\d+)/\1 partitions \(100%\)", done.stderr)
+
+
+def _screen(text: str) -> list[str]:
+    """The lines a terminal shows of ``text``: each line as its last ``\\r`` leaves it (what
+    a bar's clearing spaces leave after the text written over them, stripped)."""
+    return [line.rsplit("\r", 1)[-1].rstrip() for line in text.split("\n")]
+
+
+def test_a_warning_said_while_a_terminal_bar_is_drawn_starts_its_own_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A warning (the command's ``warnings.showwarning``) and the ``compiling kernels...``
+    line said while a bar is drawn on the same terminal clear the bar's line first: each
+    starts a line of its own, and the bar is drawn again after it."""
+    import warnings
+
+    from curator_dask.cli.console import _remove_handlers, setup_logging
+    from curator_dask.errors import QuarantineWarning
+    from curator_dask.progress import Progress, following_compiles
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    setup_logging()
+    try:
+        bar = Progress("p", 4, stream=term)
+        bar.update()
+        with warnings.catch_warnings():  # (this suite makes warnings errors)
+            warnings.simplefilter("always")
+            warnings.warn("a record quarantined", QuarantineWarning, stacklevel=1)
+        with following_compiles() as seen:
+            from curator_dask import _kernels
+
+            for sink in list(_kernels.compile_sinks()):
+                sink("start", "k", 0.0)
+        assert seen.kernels == ["k"]
+        for _ in range(3):
+            bar._last = 0.0  # each update drawn (not throttled)
+            bar.update()
+    finally:
+        _remove_handlers()
+    shown = _screen(term.getvalue())
+    warned = next(line for line in shown if "a record quarantined" in line)
+    assert warned[:4].isdigit(), shown  # a timestamp first, not the bar's text
+    assert "[curator-dask] warning: a record quarantined" in warned
+    compiling = next(line for line in shown if "compiling kernels" in line)
+    assert compiling[:4].isdigit(), shown
+    # the bar is drawn again under each line (until the next clears it), and ends at 4/4
+    text = term.getvalue()
+    assert re.search(r"a record quarantined\n\r\[#+\.+\] p 1/4 partitions", text), text
+    assert shown[-2].startswith("["), shown
+    assert "4/4 partitions (100%)" in shown[-2]
+    assert shown[-1] == ""
+
+
+def test_a_line_printed_without_the_command_clears_the_bar_and_an_error_ends_it() -> None:
+    """Without the command's logging, ``say`` prints its line: it too clears a bar drawn on
+    the stream first; ``end_bar`` (before a failed command's error) ends the bar's line,
+    and the bar is not drawn after the error."""
+    from curator_dask import progress
+    from curator_dask.progress import Progress, say
+
+    term = Terminal()
+    bar = Progress("p", 4, stream=term)
+    bar.update()
+    say("a message", term)
+    shown = _screen(term.getvalue())
+    message = next(line for line in shown if "a message" in line)
+    assert message[:4].isdigit(), shown
+    progress.end_bar(term)
+    term.write("error: disk full\n")
+    say("after", term)
+    shown = _screen(term.getvalue())
+    assert shown[shown.index(message) + 1].startswith("[")  # drawn again, then ended
+    assert "error: disk full" in shown
+    assert shown[-2].endswith("[curator-dask] after"), shown
+    assert shown[-2][:4].isdigit()
+    assert not shown[-1]

@@ -203,6 +203,15 @@ def _metrics_server(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+def _end_bar() -> None:
+    """End the line of a terminal progress bar the failed run left drawn on stderr: the
+    error's message starts a line of its own."""
+    if "curator_dask.progress" in sys.modules:  # else no bar was drawn
+        from curator_dask.progress import end_bar
+
+        end_bar(sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``curator-dask``; returns the exit status.
 
@@ -230,11 +239,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _metrics_server(args):
             return int(args.func(args) or 0)
     except KeyboardInterrupt as e:
+        _end_bar()
         if debug:
             traceback.print_exc()
         print(interrupted_message(e), file=sys.stderr)
         return 1
     except Exception as e:
+        _end_bar()
         if debug:
             traceback.print_exc()
         code, message = describe_error(e)

@@ -164,7 +164,7 @@ def setup_logging(
     """
     import warnings
 
-    from curator_dask.progress import ConsoleFormatter
+    from curator_dask.progress import ConsoleFormatter, ConsoleHandler
 
     if level is None:
         level = _LEVELS[min(max(1 - verbose + quiet, 0), len(_LEVELS) - 1)]
@@ -174,7 +174,7 @@ def setup_logging(
     # restarted, Python warnings from their code) are logged for the file; the terminal
     # still shows them only under -v
     logged = min(theirs, logging.WARNING) if log_file else theirs
-    console = logging.StreamHandler(sys.stderr)
+    console = ConsoleHandler(sys.stderr)  # clears a terminal bar's line before a record
     console.setFormatter(ConsoleFormatter())
     console.setLevel(min(ours, theirs))
     console.addFilter(_OthersAtLeast(theirs))
