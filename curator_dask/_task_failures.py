@@ -1,4 +1,5 @@
-"""Keep distributed's ``Compute Failed ... Traceback`` block of a failed task off the terminal.
+"""Keep distributed's ``Compute Failed ... Traceback`` block of a failed task off the terminal
+(and the tracebacks of the connections its shutdown closes).
 
 The client receives the task's exception with its traceback, and ``curator-dask`` prints
 the project's one-line error (the traceback under ``-v``/``--debug``, and every record in
@@ -13,16 +14,38 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+#: The exceptions of a connection that closed (distributed's and tornado's), by name.
+_CLOSED = frozenset({"CommClosedError", "StreamClosedError"})
+
+
+def closed_connection(record: logging.LogRecord) -> bool:
+    """True for a ``distributed`` record whose exception (or one it was raised from) is a
+    closed connection: a worker's heartbeat or a comm that meets the scheduler or a peer
+    gone (a cluster shutting down), whose traceback says nothing a user can act on."""
+    if not (record.name == "distributed" or record.name.startswith("distributed.")):
+        return False
+    exc = record.exc_info[1] if record.exc_info else None
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if any(c.__name__ in _CLOSED for c in type(exc).__mro__):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
 
 class HideTaskFailures(logging.Filter):
-    """Drop the ``Compute Failed`` records of ``distributed.worker``; pass everything else."""
+    """Drop the ``Compute Failed`` records of ``distributed.worker``, and distributed's
+    tracebacks of a closed connection (:func:`closed_connection`: a worker process's
+    heartbeat to a scheduler that a failed run's shutdown closed); pass everything else."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (
+        failed = (
             record.name == "distributed.worker"
             and isinstance(record.msg, str)
             and record.msg.startswith("Compute Failed")
         )
+        return not (failed or closed_connection(record))
 
 
 def dask_setup(worker: Any) -> None:

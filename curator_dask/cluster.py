@@ -787,19 +787,39 @@ def worker_hosts(client: Any, resources: Mapping[str, float] | None = None) -> l
 
 
 def _close_quietly(cluster: Any) -> None:
-    """Close a local cluster without the nanny's "still alive after 4.0 seconds, killing".
+    """Close a local cluster without the nanny's "still alive after 4.0 seconds, killing",
+    and without the tracebacks of the connections the shutdown closes on the terminal.
 
     A worker process that takes longer than the nanny's grace period to exit (interpreter
     teardown on a busy machine) is killed, as it should be once the work is written; the
-    warning about it says nothing a user can act on, so it is logged at DEBUG instead.
+    warning about it says nothing a user can act on, so it is logged at DEBUG instead. A
+    heartbeat or a comm that meets the closed scheduler (``StreamClosedError``: after a
+    failed task, the shutdown races the workers) is kept off the terminal's handlers of
+    ``distributed`` and the root logger; a log file's handler still gets it.
     """
+    from curator_dask._task_failures import closed_connection
+
     nanny = logging.getLogger("distributed.nanny")
     quiet = _DemoteFilter("still alive after")
     nanny.addFilter(quiet)
+
+    def hidden(record: logging.LogRecord) -> bool:  # a handler's filter (a callable)
+        return not closed_connection(record)
+
+    terminals = [
+        h
+        for name in ("distributed", None)
+        for h in logging.getLogger(name).handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
+    for h in terminals:
+        h.addFilter(hidden)
     try:
         cluster.close()
     finally:
         nanny.removeFilter(quiet)
+        for h in terminals:
+            h.removeFilter(hidden)
 
 
 class _DemoteFilter(logging.Filter):

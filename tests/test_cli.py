@@ -595,3 +595,76 @@ def test_closing_a_local_cluster_does_not_warn_about_killed_workers(
     assert warnings == ["something else"]
     assert any("still alive" in r.getMessage() for r in caplog.records)  # kept, at DEBUG
     assert not logging.getLogger("distributed.nanny").filters
+
+
+def _heartbeat_failure(name: str = "distributed.worker") -> None:
+    """Log what a worker logs when its heartbeat meets a scheduler that closed: distributed's
+    CommClosedError raised from tornado's StreamClosedError, with the traceback."""
+    from distributed.comm.core import CommClosedError
+    from tornado.iostream import StreamClosedError
+
+    try:
+        try:
+            raise StreamClosedError()
+        except StreamClosedError as e:
+            raise CommClosedError("in <TCP (closed) ConnectionPool.heartbeat_worker>") from e
+    except CommClosedError:
+        logging.getLogger(name).exception("Failed to communicate with scheduler during heartbeat.")
+
+
+def test_a_worker_process_keeps_a_heartbeat_to_a_closed_scheduler_off_its_stderr() -> None:
+    """The preload of the command's worker processes (no -v/--debug): a heartbeat that meets
+    the scheduler a failed run's shutdown closed says no ``StreamClosedError`` traceback on
+    the worker's stderr (the terminal); distributed's other errors still show."""
+    from curator_dask import _task_failures
+
+    shown = io.StringIO()
+    stderr = logging.StreamHandler(shown)  # a worker process's distributed handler
+    dist = logging.getLogger("distributed")
+    before = {h: list(h.filters) for h in dist.handlers}
+    dist.addHandler(stderr)
+    try:
+        _task_failures.dask_setup(None)
+        _heartbeat_failure()
+        logging.getLogger("distributed.worker").error("another error")
+    finally:
+        dist.removeHandler(stderr)
+        for h, filters in before.items():  # this process's handlers as they were
+            h.filters[:] = filters
+    assert "another error" in shown.getvalue()
+    assert "heartbeat" not in shown.getvalue(), shown.getvalue()
+    assert "StreamClosedError" not in shown.getvalue()
+
+
+def test_closing_a_local_cluster_keeps_closed_connections_off_the_terminal(
+    tmp_path: Path,
+) -> None:
+    """A failed run's local cluster closes while a heartbeat is in flight: the shutdown's
+    ``StreamClosedError`` traceback goes to the log file's handler, not to the terminal's
+    (distributed's own stderr handler), and the terminal shows it again after the close."""
+    from curator_dask.cluster import _close_quietly
+
+    class Cluster:  # closes as LocalCluster does with a heartbeat in flight
+        def close(self) -> None:
+            _heartbeat_failure("distributed.core")
+            logging.getLogger("distributed.core").error("something else")
+
+    shown = io.StringIO()
+    terminal = logging.StreamHandler(shown)
+    to_file = logging.FileHandler(tmp_path / "run.log")
+    dist = logging.getLogger("distributed")
+    dist.addHandler(terminal)
+    dist.addHandler(to_file)
+    try:
+        _close_quietly(Cluster())
+        assert "something else" in shown.getvalue()
+        assert "StreamClosedError" not in shown.getvalue(), shown.getvalue()
+        _heartbeat_failure("distributed.core")  # after the close: not hidden
+    finally:
+        dist.removeHandler(terminal)
+        dist.removeHandler(to_file)
+        to_file.close()
+    assert "StreamClosedError" in shown.getvalue()
+    logged = (tmp_path / "run.log").read_text()
+    assert logged.count("StreamClosedError") >= 2, logged
+    assert not terminal.filters
