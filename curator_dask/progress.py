@@ -217,6 +217,10 @@ class Progress:
         self.tty = bool(isatty and isatty())
         self._handle: Any = None  # a Jupyter display, updated in place
         self.jupyter = stream is None and in_jupyter()
+        # IPython sends a display to the cell its thread belongs to: the bar is drawn from the
+        # thread that made it (a share said from the client's event thread waits for the next
+        # update there)
+        self._owner = threading.get_ident()
         self._records = False
         if run is not None:
             hooks.progress(run, step or "write", unit, 0)
@@ -324,6 +328,8 @@ class Progress:
         now = time.perf_counter()
         last = final and self.done >= self.total
         if self.jupyter:
+            if threading.get_ident() != self._owner:
+                return
             if now - self._last >= 0.2 or last:
                 self._last = now
                 self._show_html(self.status(step))

@@ -187,6 +187,37 @@ def test_dedup_and_pipeline_progress_is_one_html_display_each_in_jupyter(
     assert "p 3/3 partitions (100%)" in pipe.html[-1].data
 
 
+def test_a_jupyter_bar_is_drawn_from_the_thread_that_made_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """IPython sends a display to the cell of the thread that makes it: a share said from the
+    client's event thread (a partition's step done) must not make the bar's display there."""
+    import threading
+
+    from curator_dask.progress import Progress
+
+    drawn: list[tuple[int, str]] = []
+
+    class ZMQInteractiveShell:
+        pass
+
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = ZMQInteractiveShell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setattr(
+        Progress, "_show_html", lambda self, text: drawn.append((threading.get_ident(), text))
+    )
+    bar = Progress("p", 2)
+    assert bar.jupyter
+    other = threading.Thread(target=bar.share, args=(0, 0.5))
+    other.start()
+    other.join()
+    assert drawn == []  # the event thread only moved the count
+    bar.update(n=1)
+    assert [who for who, _ in drawn] == [threading.get_ident()]
+    assert "1/2 partitions (75%)" in drawn[-1][1]  # the share counted: 1 done + 0.5 of one
+
+
 def test_log_file_gets_dask_warnings_the_terminal_does_not_show(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
