@@ -18,19 +18,29 @@ from curator_dask.pipeline import Pipeline
 MiB = 2**20
 
 
-def test_the_default_blocksize_follows_the_cluster_the_executor_will_start(tmp_path: Path) -> None:
+#: one in-process worker of one thread and 4 GiB
+_ONE_WORKER = ClusterConfig(
+    n_workers=1,
+    threads_per_worker=1,
+    memory_limit="4GiB",
+    processes=False,
+    dashboard_address=None,
+)
+
+
+def _input(tmp_path: Path) -> Path:
+    """2,500 JSONL documents of about 2 kB each."""
     src = tmp_path / "in.jsonl"
     with src.open("w") as f:
         for i in range(2_500):
             f.write(json.dumps({"id": f"d{i}", "text": f"doc {i} " + "word " * 400}) + "\n")
+    return src
+
+
+def test_the_default_blocksize_follows_the_cluster_the_executor_will_start(tmp_path: Path) -> None:
+    src = _input(tmp_path)
     size = src.stat().st_size
-    config = ClusterConfig(
-        n_workers=1,
-        threads_per_worker=1,
-        memory_limit="4GiB",
-        processes=False,
-        dashboard_address=None,
-    )
+    config = _ONE_WORKER
     out = tmp_path / "out"
     # a peak of 500x the partition's bytes makes the 4 GiB worker's blocksize small
     with dask.config.set({"curator.io.peak-per-partition-byte": 500}):
@@ -84,17 +94,8 @@ def test_a_reader_told_the_same_workers_lists_what_the_executor_lists(tmp_path: 
 
     from curator_dask import sizing
 
-    src = tmp_path / "in.jsonl"
-    with src.open("w") as f:
-        for i in range(2_500):
-            f.write(json.dumps({"id": f"d{i}", "text": f"doc {i} " + "word " * 400}) + "\n")
-    config = ClusterConfig(
-        n_workers=1,
-        threads_per_worker=1,
-        memory_limit="4GiB",
-        processes=False,
-        dashboard_address=None,
-    )
+    src = _input(tmp_path)
+    config = _ONE_WORKER
     executor = DaskExecutor(cluster=config, progress=False)
     with dask.config.set({"curator.io.peak-per-partition-byte": 500}):
         limit, threads = config.worker_memory()  # type: ignore[misc]

@@ -118,6 +118,13 @@ def test_a_stage_done_is_heard_before_its_partition_is_written(
 _CALLS: dict[str, int] = {}
 
 
+def _third_call_waits(flag: str, what: str) -> None:
+    """Count a call of the stage that ``flag`` names; from the third on, wait for ``flag``."""
+    _CALLS[flag] = _CALLS.get(flag, 0) + 1
+    if _CALLS[flag] > 2:
+        _wait_for(Path(flag), what)
+
+
 @dataclass(kw_only=True)
 class ThirdSliceWaits(Filter):
     """Keeps everything; its third call waits until ``flag`` exists."""
@@ -125,9 +132,7 @@ class ThirdSliceWaits(Filter):
     flag: str = ""
 
     def keep(self, text: pd.Series) -> pd.Series:
-        _CALLS[self.flag] = _CALLS.get(self.flag, 0) + 1
-        if _CALLS[self.flag] > 2:
-            _wait_for(Path(self.flag), "a slice's share")
+        _third_call_waits(self.flag, "a slice's share")
         return text.str.len() >= 0
 
 
@@ -183,9 +188,7 @@ class UpperThirdSliceWaits(Modifier):
     flag: str = ""
 
     def modify(self, text: pd.Series) -> pd.Series:
-        _CALLS[self.flag] = _CALLS.get(self.flag, 0) + 1
-        if _CALLS[self.flag] > 2:
-            _wait_for(Path(self.flag), "a modifier's slice")
+        _third_call_waits(self.flag, "a modifier's slice")
         return text.str.upper()
 
 
