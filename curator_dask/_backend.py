@@ -69,30 +69,34 @@ def _numpy_error(name: str, err: BaseException) -> ImportError | None:
     )
 
 
-#: The settings :func:`device_for` accepts: ``auto`` follows the dataframe backend.
+#: The settings :func:`device_for` accepts by default: ``auto`` follows the dataframe backend.
 DEVICES = ("auto", "host", "gpu")
+#: The settings that mean the host (fuzzy dedup's ``minhash-device`` says ``cpu``).
+HOST_SETTINGS = ("host", "cpu")
 
 
-def device_for(key: str, library: str) -> str:
+def device_for(key: str, library: str, settings: tuple[str, ...] = DEVICES) -> str:
     """Where a step with a host and a GPU implementation runs: ``"host"`` or ``"gpu"``.
 
-    The one seam for such choices (semantic dedup's k-means is one): the step reads its
-    ``curator.<key>`` setting here and keeps one table of implementations, never an
-    ``if gpu`` of its own. ``auto`` (the default) follows dask's dataframe backend: ``gpu``
-    under cudf when ``library`` (the GPU implementation's RAPIDS package, e.g. ``cuml``)
-    imports, else ``host``, since both give the same result (each step says to what
-    tolerance); ``gpu`` requires ``library`` and says in one line which extra installs it;
-    ``host`` never touches it.
+    The one seam for such choices (semantic dedup's k-means, fuzzy dedup's signatures and
+    shingles): the step reads its ``curator.<key>`` setting here and keeps one table of
+    implementations, never an ``if gpu`` of its own. ``settings`` are the values the key
+    takes, its default first (``auto|host|gpu``; fuzzy dedup's ``minhash-device`` says
+    ``cpu`` for the host, its ``shingle-device`` has no ``auto``). ``auto`` follows dask's
+    dataframe backend: ``gpu`` under cudf when ``library`` (the GPU implementation's
+    package, e.g. ``cuml``) imports, else ``host``, since both give the same result (each
+    step says to what tolerance); ``gpu`` requires ``library`` and says in one line which
+    extra installs it; ``host`` (``cpu``) never touches it.
 
     >>> import dask
     >>> with dask.config.set({"curator.dedup.kmeans-device": "auto"}):
     ...     device_for("dedup.kmeans-device", "cuml")  # the pandas backend
     'host'
     """
-    setting = str(dask.config.get(f"curator.{key}", default="auto"))
-    if setting not in DEVICES:
-        raise ValueError(f"curator.{key} must be one of {'|'.join(DEVICES)}, got {setting!r}")
-    if setting == "host" or (setting == "auto" and backend_name() == "pandas"):
+    setting = str(dask.config.get(f"curator.{key}", default=settings[0]))
+    if setting not in settings:
+        raise ValueError(f"curator.{key} must be one of {'|'.join(settings)}, got {setting!r}")
+    if setting in HOST_SETTINGS or (setting == "auto" and backend_name() == "pandas"):
         return "host"
     return "gpu" if import_rapids(library, required=setting == "gpu") is not None else "host"
 

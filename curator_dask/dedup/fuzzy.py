@@ -157,12 +157,27 @@ def _sign_chunk(
     return band_hashes(sig, p.num_bands, p.minhashes_per_band), np.diff(offsets)
 
 
+def minhash_devices() -> tuple[str, str]:
+    """Where step 1 computes: ``(signatures, shingles)``, each ``"host"`` or ``"gpu"``.
+
+    Read through the backend's one seam, :func:`curator_dask._backend.device_for` (it
+    changes speed, not results: config, not a parameter): ``curator.dedup.minhash-device``
+    (``auto|cpu|gpu``; ``auto``: the GPU under the cudf backend where CuPy imports) and
+    ``curator.dedup.shingle-device`` (``host|gpu``; ``gpu`` needs cudf, and hashes on the
+    device only the cudf partitions whose signatures are computed there). ``gpu`` without
+    its library stops here, in one line naming the extra, before anything is computed.
+    """
+    signatures = _backend.device_for("dedup.minhash-device", "cupy", ("auto", "cpu", "gpu"))
+    shingles = _backend.device_for("dedup.shingle-device", "cudf", ("host", "gpu"))
+    return signatures, shingles
+
+
 def _minhash_partition(
     part: Any,
     index: int,
     p: _SigParams,
     path: str,
-    device: str = "auto",
+    device: str = "host",
     storage_options: dict[str, Any] | None = None,
     docs_path: str | None = None,
     shingle_device: str = "host",
@@ -172,7 +187,7 @@ def _minhash_partition(
     later steps read the step cache instead of the input again."""
     from curator_dask.dedup._gpu_shingles import device_supported
 
-    gpu = device == "gpu" or (device == "auto" and not isinstance(part, pd.DataFrame))
+    gpu = device == "gpu"
     device_text = None
     if (
         gpu
@@ -496,15 +511,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         if docs_dir is not None:  # a partition is done when both of its files are
             have &= {join(out, f.rsplit("/", 1)[-1]) for f in parquet_files(docs_dir, so)}
         todo = [i for i in range(len(parts)) if paths[i] not in have]
-        # where signatures are computed changes speed, not results: config, not a parameter
-        device = str(config.get("dedup.minhash-device", "auto"))
-        if device not in ("auto", "cpu", "gpu"):
-            raise ValueError(f"curator.dedup.minhash-device must be auto|cpu|gpu, got {device!r}")
-        shingle_device = str(config.get("dedup.shingle-device", "host"))
-        if shingle_device not in ("host", "gpu"):
-            raise ValueError(
-                f"curator.dedup.shingle-device must be host|gpu, got {shingle_device!r}"
-            )
+        device, shingle_device = minhash_devices()
         tasks = [
             dask.delayed(_minhash_partition)(
                 parts[i], i, p, paths[i], device, so, docs[i], shingle_device
