@@ -536,8 +536,11 @@ class Reporter:
         self.stream = stream or sys.stderr
         self.run = run or hooks.RunInfo("dedup", name, client=client)
         self.seconds: dict[str, float] = {}
-        #: Seconds its computations' processes spent compiling kernels (first run on a machine).
+        #: Seconds its processes spent compiling kernels (first run on a machine), in its
+        #: steps (whatever computes there: :meth:`compute`, ``dask.compute``, the client's
+        #: own calls) and in computations outside a step.
         self.compile_seconds = 0.0
+        self._following = 0
         self.t0 = time.perf_counter()
 
     def say(self, text: str) -> None:
@@ -556,11 +559,14 @@ class Reporter:
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
-        """Time a step, printing its name as it starts and its time as it ends."""
+        """Time a step, printing its name as it starts and its time as it ends; the kernels
+        compiled while it runs (in this process and on the client's workers, whichever call
+        computes) are counted here, once, in :attr:`compile_seconds`."""
         self.say(f"step {name} ...")
         t = time.perf_counter()
         c = self.compile_seconds
-        yield
+        with self._following_compiles():
+            yield
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
         compiled = self.compile_seconds - c
         of_which = f", of which {compiled:.1f}s compiling kernels" if compiled >= 0.05 else ""
@@ -591,12 +597,26 @@ class Reporter:
             return []
         client = self.client
         follow = _following_batches(counter, client) if batches else contextlib.nullcontext()
+        with follow, self._following_compiles():
+            return self._compute(tasks, counter, docs, batches)
+
+    @contextlib.contextmanager
+    def _following_compiles(self) -> Iterator[None]:
+        """Count the kernels compiled meanwhile in :attr:`compile_seconds`; inside a step,
+        the step counts them (nested, they would be counted twice)."""
+        if self._following:
+            yield
+            return
         stream = None if self.stream is sys.stderr else self.stream
-        with follow, following_compiles(client, self.enabled, stream) as compiled:
-            try:
-                return self._compute(tasks, counter, docs, batches)
-            finally:
-                self.compile_seconds += compiled.seconds
+        self._following += 1
+        try:
+            with following_compiles(self.client, self.enabled, stream) as compiled:
+                try:
+                    yield
+                finally:
+                    self.compile_seconds += compiled.seconds
+        finally:
+            self._following -= 1
 
     def _compute(self, tasks: list[Any], counter: Progress, docs: bool, batches: bool) -> list[Any]:
         client = self.client

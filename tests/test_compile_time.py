@@ -13,6 +13,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pandas as pd
+import pytest
 
 from curator_dask import _kernels
 from curator_dask.monitoring.report import render_report_html
@@ -182,3 +183,31 @@ def test_a_first_run_reports_its_compile_and_a_warm_run_none(tmp_path: Path) -> 
     assert warm["compile_seconds"] == 0.0, warm["stages"]  # loaded from the cache
     assert "compiling kernels" not in said
     assert warm["kept"] == cold["kept"]
+
+
+def test_a_dedup_step_counts_the_compiles_of_every_call_that_computes_in_it() -> None:
+    """A step's kernels compiled by ``dask.compute`` (the dedup workflows' direct calls) are
+    counted with those of :meth:`Reporter.compute`, once each."""
+    import dask
+
+    from curator_dask.progress import Reporter
+
+    _kernels.listen()
+    stream = io.StringIO()
+    reporter = Reporter("fuzzy-dedup", stream=stream)
+    reporter.enabled = True
+
+    def compiles(n: int) -> int:
+        return int(_fresh_kernel()(np.arange(n, dtype=np.int64)))
+
+    with following_compiles(None, False) as everything, reporter.step("lsh"):
+        reporter.compute([dask.delayed(compiles)(3)], "buckets")
+        (direct,) = dask.compute(dask.delayed(compiles)(4), scheduler="threads")
+    assert direct == 0 * 0 + 1 * 1 + 2 * 2 + 3 * 3
+    assert everything.kernels == ["body", "body"]
+    assert reporter.compile_seconds == pytest.approx(everything.seconds)  # both, once each
+    assert reporter.compile_seconds > 0.05
+    lines = stream.getvalue().splitlines()
+    done = [line for line in lines if "step lsh done" in line]
+    assert f"of which {reporter.compile_seconds:.1f}s compiling kernels" in done[0]
+    assert sum("compiling kernels..." in line for line in lines) == 1
