@@ -5,6 +5,12 @@ worker processes get), so that a worker process says curator_dask's warnings (a 
 quarantined) as the command does, ``<time> [curator-dask] warning: ...`` on stderr, and
 other packages' Python warnings only when asked for (``-v``), instead of Python's
 ``file:line: Category: message`` dump attributed to a dask file.
+
+A worker process writes on the terminal the command draws its progress bar on, but cannot
+clear the bar's line first as the command's own lines do (:func:`curator_dask.progress.
+bar_cleared`): on a terminal its lines (its warnings, distributed's) start by erasing the
+line they land on (:class:`OwnLine`), so that they do not run on from the bar's text; the
+command draws the bar again on the next line at its next update.
 """
 
 from __future__ import annotations
@@ -13,6 +19,32 @@ import logging
 import sys
 import warnings
 from typing import Any
+
+#: Back to the line's start and erase it (a terminal's carriage return and ``EL``).
+ERASE_LINE = "\r\x1b[K"
+
+
+class OwnLine(logging.Formatter):
+    """A formatter whose records start by erasing the terminal line they land on (a bar's,
+    drawn by another process), then are ``inner``'s text."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        """``inner``'s text after :data:`ERASE_LINE`."""
+        return ERASE_LINE + self.inner.format(record)
+
+
+def own_lines(handlers: list[logging.Handler]) -> None:
+    """Give the handlers that write on a terminal :class:`OwnLine` records (once)."""
+    for handler in handlers:
+        stream = getattr(handler, "stream", None)
+        isatty = getattr(stream, "isatty", None)
+        if isinstance(handler.formatter, OwnLine) or not (isatty and isatty()):
+            continue
+        handler.setFormatter(OwnLine(handler.formatter))
 
 
 def dask_setup(worker: Any) -> None:
@@ -39,6 +71,7 @@ def dask_setup(worker: Any) -> None:
         handler._curator_worker = True  # type: ignore[attr-defined]
         package.addHandler(handler)
         package.propagate = False
+    own_lines([*package.handlers, *logging.getLogger("distributed").handlers])
 
     def show(
         message: Warning | str,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -63,6 +64,19 @@ def _draw_bar(stream: Any, line: str, end: bool) -> None:
             _OPEN_BARS.pop(id(stream), None)
         else:
             _OPEN_BARS[id(stream)] = (stream, line)
+
+
+def columns(stream: Any) -> int | None:
+    """The width of the terminal ``stream`` writes to (``COLUMNS`` when set, else the
+    terminal's; None when neither is known): a bar is drawn within it, since a line that
+    wraps cannot be redrawn in place (``\r`` returns to the start of its last row only)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 @contextlib.contextmanager
@@ -338,7 +352,11 @@ class Progress:
                 self._last = now
                 filled = int(_BAR * min(self.fraction_done(), self.total) / max(self.total, 1))
                 bar = "#" * filled + "." * (_BAR - filled)
-                _draw_bar(self.stream, f"\r[{bar}] {self.status(step)}", last)
+                line = f"[{bar}] {self.status(step)}"
+                width = columns(self.stream)
+                if width is not None:  # within the terminal, less the cursor's column
+                    line = line[: max(width - 1, 1)]
+                _draw_bar(self.stream, "\r" + line, last)
         elif now - self._last >= self.interval or last:
             self._last = now
             self.message(self.status(step))
@@ -641,7 +659,9 @@ class Reporter:
         hooks.finish(self.run, result)
 
     def failed(self) -> None:
-        """Say ``on_failed`` to the run hooks."""
+        """Say ``on_failed`` to the run hooks, and end the line of a terminal bar the run
+        left drawn (the error comes next; a later line does not draw the bar again)."""
+        end_bar(self.stream)
         hooks.failed(self.run)
 
     def total(self) -> float:

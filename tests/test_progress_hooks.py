@@ -273,7 +273,7 @@ def test_a_commands_log_file_gets_the_shuffle_warnings_its_terminal_does_not_sho
 def _screen(text: str) -> list[str]:
     """The lines a terminal shows of ``text``: each line as its last ``\\r`` leaves it (what
     a bar's clearing spaces leave after the text written over them, stripped)."""
-    return [line.rsplit("\r", 1)[-1].rstrip() for line in text.split("\n")]
+    return [line.rsplit("\r", 1)[-1].removeprefix("\x1b[K").rstrip() for line in text.split("\n")]
 
 
 def test_a_warning_said_while_a_terminal_bar_is_drawn_starts_its_own_line(
@@ -345,3 +345,106 @@ def test_a_line_printed_without_the_command_clears_the_bar_and_an_error_ends_it(
     assert shown[-2].endswith("[curator-dask] after"), shown
     assert shown[-2][:4].isdigit()
     assert not shown[-1]
+
+
+def test_a_worker_process_line_erases_the_bar_it_lands_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker process of a command's local cluster writes on the terminal the command's
+    bar is drawn on, past the command's clearing: its warnings and distributed's records
+    (the ``_worker_warnings`` preload) erase the line they land on instead of running on
+    from the bar's text; the bar is drawn again on the next line."""
+    import multiprocessing
+    import warnings
+
+    from curator_dask import _optional_scipy, _worker_warnings
+    from curator_dask.errors import QuarantineWarning
+    from curator_dask.progress import Progress
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())  # a worker's
+    monkeypatch.setattr(_optional_scipy, "defer_optional_scipy", lambda: None)
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # put back after
+    package, dist = logging.getLogger("curator_dask"), logging.getLogger("distributed")
+    monkeypatch.setattr(package, "handlers", [])
+    monkeypatch.setattr(package, "propagate", package.propagate)
+    memory = logging.StreamHandler(term)
+    memory.setFormatter(logging.Formatter("distributed.worker - %(levelname)s - %(message)s"))
+    monkeypatch.setattr(dist, "handlers", [memory])
+    _worker_warnings.dask_setup(None)
+    level = package.level
+    package.setLevel(logging.WARNING)  # (an earlier test's command may have raised root's)
+    try:
+        bar = Progress("p", 4, stream=term)  # the command's (another process's in a real run)
+        bar.update()
+        with warnings.catch_warnings():  # (this suite makes warnings errors)
+            warnings.simplefilter("always")
+            warnings.warn("a record quarantined", QuarantineWarning, stacklevel=1)
+        logging.getLogger("distributed.worker").warning("Unmanaged memory use is high")
+        bar._last = 0.0
+        bar.update()
+    finally:
+        package.setLevel(level)
+    shown = _screen(term.getvalue())
+    assert shown[0][:4].isdigit(), shown  # the warning's time first, not the bar's text
+    assert shown[0].endswith("[curator-dask] warning: a record quarantined"), shown
+    assert shown[1] == "distributed.worker - WARNING - Unmanaged memory use is high", shown
+    assert shown[2].startswith("["), shown
+    assert "p 2/4 partitions" in shown[2], shown
+
+
+def test_a_bar_is_drawn_within_the_terminals_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bar line wider than the terminal would wrap, and ``\r`` redraws only its last row:
+    every draw fits the terminal's width (less one column)."""
+    from curator_dask.progress import Progress
+
+    monkeypatch.setenv("COLUMNS", "50")
+    term = Terminal()
+    bar = Progress("a-pipeline-with-a-long-name", 4, stream=term, step="a long step name")
+    for _ in range(4):
+        bar._last = 0.0
+        bar.update()
+    draws = [d for d in term.getvalue().replace("\n", "\r").split("\r") if d]
+    assert len(draws) == 4, draws
+    assert all(len(d) <= 49 for d in draws), draws
+    assert draws[-1] == "[" + "#" * 24 + "] a-pipeline-with-a-long"  # cut at 49
+
+
+def test_a_failed_library_run_ends_its_bar_and_a_later_line_does_not_draw_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the command (which ends the bar before its error), a pipeline or a dedup
+    workflow that fails ends its terminal bar's line: the traceback and the next lines said
+    on the terminal start lines of their own and are not followed by the dead bar."""
+    from curator_dask.progress import Reporter, say
+
+    class PoisonE(Filter):
+        def keep(self, text: pd.Series) -> pd.Series:
+            if (text == "e").any():  # the second of three partitions
+                raise ValueError("poisoned")
+            return text.str.len() > 0
+
+    _inputs(tmp_path / "src")
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    reader = JsonlReader(str(tmp_path / "src"), files_per_partition=1)
+    bad = Pipeline("bad", [reader, PoisonE(), JsonlWriter(str(tmp_path / "o"))])
+    with dask.config.set(**SHOWN), pytest.raises(ValueError, match="poisoned"):
+        bad.run(SequentialExecutor(progress=True))
+    assert re.search(r"\r\[#+\.+\] bad 1/3 partitions", term.getvalue()), term.getvalue()
+    say("next", term)
+    shown = _screen(term.getvalue())
+    assert shown[-3].startswith("["), shown  # the bar's line ended, not erased
+    assert "bad 1/3" in shown[-3], shown
+    assert shown[-2].endswith("[curator-dask] next"), shown
+    assert shown[-1] == "", shown  # and not drawn again
+    # a dedup workflow's reporter, as the workflows' run ends when it raises
+    reporter = Reporter("exact-dedup")
+    reporter.enabled = True
+    counter = reporter.counter("hash", 3, "partitions")
+    counter.update()
+    reporter.failed()
+    say("after", term)
+    shown = _screen(term.getvalue())
+    assert "exact-dedup hash: 1/3" in shown[-3], shown
+    assert shown[-2].endswith("[curator-dask] after"), shown
+    assert shown[-1] == "", shown

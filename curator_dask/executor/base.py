@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -21,7 +22,7 @@ from curator_dask.io.base import PartitionSpec, Reader, Writer
 from curator_dask.io.layout import OutputLease, RunLayout, lease_timeout
 from curator_dask.io.writers import unify_schemas
 from curator_dask.monitoring import hooks as _monitoring  # noqa: F401  (registers its hooks)
-from curator_dask.progress import Progress, following_compiles
+from curator_dask.progress import Progress, end_bar, following_compiles
 from curator_dask.results import PipelineResult
 from curator_dask.sizing import Workers
 from curator_dask.stage import ProcessingStage, parameters_of
@@ -342,6 +343,7 @@ class Executor:
                     records = self._conform(session, plan, {**done, **new_records})
                     result = self._summarise(plan, records, len(done), t0)
                 except BaseException:
+                    end_bar(sys.stderr)  # its bars' stream: the error starts a line
                     hooks.failed(run)
                     raise
                 hooks.finish(run, result)
