@@ -49,6 +49,14 @@ class HideTaskFailures(logging.Filter):
 
 
 def dask_setup(worker: Any) -> None:
-    """Preload hook of a local worker process: its stderr handlers get the filter."""
+    """Preload hook of a local worker: its process's terminal handlers of ``distributed``
+    get the filter (once). A log file's handler does not: a worker of threads runs in the
+    command's process, where the ``--log-file`` handler is one of ``distributed``'s, and
+    the file keeps every record."""
     for handler in logging.getLogger("distributed").handlers:
-        handler.addFilter(HideTaskFailures())
+        if isinstance(handler, logging.FileHandler) or not isinstance(
+            handler, logging.StreamHandler
+        ):
+            continue
+        if not any(isinstance(f, HideTaskFailures) for f in handler.filters):
+            handler.addFilter(HideTaskFailures())

@@ -636,6 +636,37 @@ def test_a_worker_process_keeps_a_heartbeat_to_a_closed_scheduler_off_its_stderr
     assert "StreamClosedError" not in shown.getvalue()
 
 
+def test_a_worker_of_threads_leaves_the_log_files_records_to_it(tmp_path: Path) -> None:
+    """Threads mode: the command's workers run in its own process, where the preload finds
+    the ``--log-file`` handler among distributed's: the file keeps a failed task's ``Compute
+    Failed`` and a closed connection's traceback; the terminal's handler drops them."""
+    from curator_dask import _task_failures
+
+    shown = io.StringIO()
+    terminal = logging.StreamHandler(shown)
+    to_file = logging.FileHandler(tmp_path / "run.log")
+    dist = logging.getLogger("distributed")
+    before = {h: list(h.filters) for h in dist.handlers}
+    dist.addHandler(terminal)
+    dist.addHandler(to_file)
+    try:
+        _task_failures.dask_setup(None)
+        _task_failures.dask_setup(None)  # a second worker of the same process
+        _heartbeat_failure()
+        logging.getLogger("distributed.worker").error("Compute Failed\nKey: x")
+    finally:
+        dist.removeHandler(terminal)
+        dist.removeHandler(to_file)
+        to_file.close()
+        for h, filters in before.items():  # this process's handlers as they were
+            h.filters[:] = filters
+    logged = (tmp_path / "run.log").read_text()
+    assert "StreamClosedError" in logged
+    assert "Compute Failed" in logged
+    assert shown.getvalue() == ""
+    assert len(terminal.filters) == 1
+
+
 def test_closing_a_local_cluster_keeps_closed_connections_off_the_terminal(
     tmp_path: Path,
 ) -> None:
