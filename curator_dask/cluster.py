@@ -460,6 +460,29 @@ def active_client(client: Any = None) -> Any:
         return None
 
 
+def local_directories(client: Any) -> dict[str, str | None]:
+    """The scratch and spill directories of ``client``'s workers when they are a local
+    cluster's (``Client(LocalCluster(...))``, as the command line starts one), for io's
+    overlap rule: ``{"local directory": path}`` (one entry per directory, the worker named
+    when there are several); ``{}`` for no client or a scheduler elsewhere, as the command
+    line has it when it connects to one."""
+    cluster = getattr(client, "cluster", None)
+    if cluster is None or "distributed" not in sys.modules:
+        return {}
+    from distributed import LocalCluster
+
+    if not isinstance(cluster, LocalCluster):
+        return {}
+
+    def where(dask_worker: Any) -> str:
+        return str(dask_worker.local_directory)
+
+    dirs = sorted(set(client.run(where).values()))
+    if len(dirs) == 1:
+        return {"local directory": dirs[0]}
+    return {f"local directory of worker {i + 1}": d for i, d in enumerate(dirs)}
+
+
 def dashboard_link(client: Any) -> str | None:
     """The link to ``client``'s dashboard; None when there is none to open.
 

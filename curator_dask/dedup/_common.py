@@ -23,6 +23,7 @@ from curator_dask.dedup._runtime import (
     StepCache,
     active_client,
     join,
+    local_directories,
     resolve_path,
 )
 from curator_dask.hooks import RunInfo
@@ -182,8 +183,12 @@ class DedupWorkflow:
     def _check_apart(self, inp: DedupInput, written: dict[str, str | None] | None = None) -> None:
         """io's one overlap rule, as pipelines have it: the output, the quarantine directory
         (``curator.io.quarantine-dir``), the cache and what else the run writes
-        (``written``, e.g. the local cluster's ``local directory``) apart from the input and
-        each other."""
+        (``written``, e.g. the local cluster's ``local directory``; by default the local
+        directories of the workflow's client's workers when they are a local cluster's,
+        :func:`curator_dask.cluster.local_directories`) apart from the input and each other."""
+        if written is None:
+            client = active_client(getattr(self, "client", None))
+            written = local_directories(client) if client is not None else {}
         cache = getattr(self, "cache_path", None)
         so = getattr(self, "storage_options", None)
         output = RunLayout.for_output(self.output_path, storage_options=so)  # type: ignore[attr-defined]

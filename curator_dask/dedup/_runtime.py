@@ -24,6 +24,7 @@ from dask.base import tokenize
 
 from curator_dask import sizing
 from curator_dask.cluster import active_client as active_client
+from curator_dask.cluster import local_directories as local_directories
 from curator_dask.errors import check_columns
 from curator_dask.io import formats
 from curator_dask.io.layout import join as join  # io's path rules, for the workflows

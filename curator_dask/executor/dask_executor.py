@@ -16,6 +16,7 @@ from curator_dask.cluster import (
     ClusterConnectError,
     dashboard_link,
     get_client,
+    local_directories,
     worker_hosts,
 )
 from curator_dask.executor import _tasks
@@ -218,8 +219,11 @@ class DaskExecutor(Executor):
             yield client
 
     def _scratch_locations(self) -> dict[str, str | None]:
-        """The local directory (scratch and spill) of the cluster this executor starts."""
-        if self.client is not None or self._connect_config() is not None:
+        """The local directory (scratch and spill) of the cluster this executor starts, or
+        of the workers of the client it was given when they are a local cluster's."""
+        if self.client is not None:
+            return local_directories(self.client)
+        if self._connect_config() is not None:
             return {}
         if self.cluster is None or isinstance(self.cluster, ClusterConfig):
             config = self.cluster or ClusterConfig.from_dask_config()

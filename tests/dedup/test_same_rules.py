@@ -149,3 +149,42 @@ def test_an_input_rewritten_unchanged_is_reused_and_a_changed_one_redone_by_both
     _rewrite(src / "b.jsonl", data.replace(b'"d"', b'"e"'))
     assert pipeline_skips() == 1
     assert dedup_cache() != first
+
+
+def test_a_local_clusters_directory_inside_the_output_is_refused_from_python(
+    tmp_path: Path,
+) -> None:
+    """Called from Python on the user's own local cluster, both halves learn its workers'
+    local directory (scratch and spill) and refuse one inside the output, as the command
+    does with ``--local-directory``: before anything is written."""
+    from distributed import Client, LocalCluster
+
+    from curator_dask.executor import DaskExecutor
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    _write(src / "a.jsonl", ["a", "b"], [_text(1), _text(1)])
+    scratch = out / "scratch"
+    refused = r"output .*out overlaps the local directory .*out/scratch/"
+    with (
+        LocalCluster(
+            n_workers=1, processes=False, local_directory=str(scratch), dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        before = sorted(p.relative_to(out) for p in out.rglob("*"))
+        dedup = ExactDeduplicationWorkflow(input_path=str(src), output_path=str(out), client=client)
+        with pytest.raises(ValueError, match=refused):
+            dedup.run()
+        pipeline = Pipeline("p", [JsonlReader(str(src)), JsonlWriter(str(out))])
+        with pytest.raises(ValueError, match=refused):
+            pipeline.run(DaskExecutor(client=client))
+        assert sorted(p.relative_to(out) for p in out.rglob("*")) == before  # nothing written
+        # a directory apart from the output: the same calls run
+        other = tmp_path / "elsewhere"
+        assert (
+            ExactDeduplicationWorkflow(input_path=str(src), output_path=str(other), client=client)
+            .run()
+            .removed
+            == 1
+        )
