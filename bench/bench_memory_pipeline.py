@@ -8,7 +8,10 @@ sample's documents repeated, each copy with new ids and a number in front of its
 that nothing repeats. The inputs are written to a temporary directory and deleted after.
 
 While a run goes, a thread reads the resident memory (RSS) of every process of the tree
-(the command, its worker processes) every 50 ms with psutil. Reported per run:
+(the command, its worker processes) every 50 ms with psutil. The cluster's worker processes
+are the ones a worker preload the run is given (``distributed.worker.preload``) names as
+they start (:data:`WORKER_PIDS_PRELOAD`); any other process of the tree (a process pool,
+a worker's own children) counts in the tree only. Reported per run:
 
 - ``tree peak MB``: the peak of the tree's summed RSS;
 - ``partition MB``: the input's bytes on disk over the partitions the run made
@@ -83,13 +86,33 @@ def pipeline_file(tmp: Path, src: Path, out: Path) -> Path:
     return path
 
 
+#: A dask worker preload that appends its worker's process id to ``$BENCH_WORKER_PIDS``.
+WORKER_PIDS_PRELOAD = """\
+import os
+
+
+def dask_setup(worker):
+    with open(os.environ["BENCH_WORKER_PIDS"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+"""
+
+
 def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
-    """Run ``cmd``; peak summed RSS of its tree and each worker process's peak RSS."""
+    """Run ``cmd``; peak summed RSS of its tree and each worker process's peak RSS (the
+    cluster's worker processes: those :data:`WORKER_PIDS_PRELOAD` names)."""
+    preload, pids = cwd / "bench_worker_pids.py", cwd / "bench_worker_pids.txt"
+    preload.write_text(WORKER_PIDS_PRELOAD)
+    pids.write_text("")
+    env = {
+        **env,
+        "BENCH_WORKER_PIDS": str(pids),
+        "DASK_DISTRIBUTED__WORKER__PRELOAD": json.dumps([str(preload)]),
+    }
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     root = psutil.Process(proc.pid)
     tree_peak = 0
-    worker_peak: dict[int, int] = {}
+    peak: dict[int, int] = {}  # every process of the tree but the command's
     stop = threading.Event()
 
     def sample() -> None:
@@ -103,12 +126,11 @@ def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, An
             for p in procs:
                 try:
                     rss = p.memory_info().rss
-                    is_worker = p.pid != root.pid and "spawn_main" in " ".join(p.cmdline())
                 except psutil.Error:
                     continue
                 total += rss
-                if is_worker:
-                    worker_peak[p.pid] = max(worker_peak.get(p.pid, 0), rss)
+                if p.pid != root.pid:
+                    peak[p.pid] = max(peak.get(p.pid, 0), rss)
             tree_peak = max(tree_peak, total)
             stop.wait(0.05)
 
@@ -119,6 +141,8 @@ def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, An
     thread.join()
     if proc.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
+    workers = {int(line) for line in pids.read_text().split()} - {root.pid}  # not threads
+    worker_peak = {pid: rss for pid, rss in peak.items() if pid in workers}
     return {
         "wall_s": time.perf_counter() - t0,
         "tree_peak_mb": tree_peak / 1e6,
