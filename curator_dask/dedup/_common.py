@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
@@ -118,28 +117,43 @@ def removed_meta(id_dtype: Any) -> pd.DataFrame:
 def remove_documents(df: Any, removed_uids: Any) -> Any:
     """``df`` without the documents in ``removed_uids`` (dask frame ``_uid``); lazy.
 
+    ``df`` may also be a list of pandas frames (an in-memory run's partitions, with
+    ``removed_uids`` a pandas frame): the list of what each keeps, computed now.
+
     ``df`` is the input (partition ``i`` holds uids ``i << 32 | row``), or documents a step
     kept with their ``_uid`` column, one partition per input partition.
 
     The removed uids are routed to the partition they came from (``uid >> 32``) by a
     range shuffle, then each input partition drops its own: no broadcast of the id list.
     """
+    if isinstance(df, list):  # an in-memory run's partitions (pandas frames): now
+        gone = removed_uids["_uid"].to_numpy(np.int64)
+        return [
+            _drop_removed(part, gone, "_uid" in part.columns, {"number": i})
+            for i, part in enumerate(df)
+        ]
     n = df.npartitions
     rm = removed_uids.assign(_part=removed_uids["_uid"] // (1 << UID_SHIFT))
     rm = rm.set_index(
         "_part", divisions=[*list(range(n)), n], sort=True, shuffle_method=shuffle_method()
     )
-
     stored = "_uid" in df.columns  # documents kept by a step with their uid
 
     def _drop(part: pd.DataFrame, gone: pd.DataFrame, partition_info: dict | None = None):
-        if not stored:
-            part = with_uid(part, partition_info)
-        keep = ~part["_uid"].isin(gone["_uid"].to_numpy())
-        return part[keep.to_numpy()].drop(columns="_uid")
+        return _drop_removed(part, gone["_uid"].to_numpy(), stored, partition_info)
 
     meta = df._meta.drop(columns="_uid") if stored else df._meta
     return df.map_partitions(_drop, rm, meta=meta, align_dataframes=False)
+
+
+def _drop_removed(
+    part: pd.DataFrame, gone: np.ndarray, stored: bool, partition_info: dict | None = None
+) -> pd.DataFrame:
+    """One partition of :func:`remove_documents`: its rows whose ``_uid`` is not in ``gone``."""
+    if not stored:
+        part = with_uid(part, partition_info)
+    keep = ~part["_uid"].isin(gone)
+    return part[keep.to_numpy()].drop(columns="_uid")
 
 
 def scheduler_for(client: Any = None) -> Any:
@@ -239,6 +253,9 @@ class DedupWorkflow:
     ) -> DedupResult:
         """Write the outputs from the lazy ``members`` frame (``id, group, _uid, removed``).
 
+        An in-memory run gives ``members`` as one pandas frame and ``documents_frame`` as a
+        list of pandas frames (its partitions): the same outputs, written in this process.
+
         ``<output>/removed_ids/`` (``id, group``: one row per removed document),
         ``<output>/duplicate_groups/`` (``id, group``: every member, when
         ``duplicate_groups``), ``<output>/deduplicated/`` (``perform_removal``) and
@@ -247,12 +264,16 @@ class DedupWorkflow:
         documents a step kept, see :func:`remove_documents`) instead of the input when given.
         """
         so, r = run.storage_options, run.reporter
+        in_memory = isinstance(members, pd.DataFrame)  # an in-memory run: pandas frames
         with r.step("output"):
             mdir = join(work_dir, "members")
-            write_frame(members, mdir, r, "duplicate groups", so)
-            id_dtype = members._meta["id"].dtype
-            allm = read_parquet_dir(mdir, so, members_meta(id_dtype))
+            write_frame([members] if in_memory else members, mdir, r, "duplicate groups", so)
+            if in_memory:
+                allm = members
+            else:
+                allm = read_parquet_dir(mdir, so, members_meta(members._meta["id"].dtype))
             removed = allm[allm["removed"]]
+            one = (lambda f: [f]) if in_memory else (lambda f: f)
             paths: dict[str, str] = {}
             # every output is written before any is put in place: removed_ids is never
             # published without the deduplicated/ it goes with
@@ -267,10 +288,10 @@ class DedupWorkflow:
                     )
                 if getattr(self, "duplicate_groups", False):
                     staged["duplicate_groups"] = stage(
-                        allm[["id", "group"]], run.output_path, "duplicate_groups", r, so
+                        one(allm[["id", "group"]]), run.output_path, "duplicate_groups", r, so
                     )
                 staged["removed_ids"] = stage(
-                    removed[["id", "group"]], run.output_path, "removed_ids", r, so
+                    one(removed[["id", "group"]]), run.output_path, "removed_ids", r, so
                 )
             except BaseException:
                 for s in staged.values():
@@ -279,7 +300,8 @@ class DedupWorkflow:
             for name, s in staged.items():
                 paths[name], _ = commit(s, so)
             n_removed = staged["removed_ids"].rows
-            n_groups = int(allm["group"].nunique().compute()) if n_removed else 0
+            groups = allm["group"].nunique()
+            n_groups = int(groups if in_memory else groups.compute()) if n_removed else 0
             out = RunLayout.for_output(run.output_path, storage_options=so)
             qdir, n_quarantined = out.copy_quarantine(run.input.quarantine_path)
             if qdir is not None:
@@ -367,6 +389,8 @@ def remove_duplicates(
     >>> sorted(remove_duplicates(docs, groups, keep="first")["id"].compute())
     ['a', 'b']
     """
+    import dask.dataframe as dd
+
     if isinstance(duplicates, (str, os.PathLike)):
         duplicates = dd.read_parquet(os.fspath(duplicates), storage_options=storage_options)
     if isinstance(duplicates, pd.DataFrame):

@@ -23,10 +23,9 @@ connectivity, with at most one edge per vertex and partition. Then two paths, sa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
-import dask.dataframe as dd
 import numba
 import numpy as np
 import pandas as pd
@@ -47,6 +46,9 @@ from curator_dask.io.parquet_dir import (
     write_frame,
     write_parquet_atomic,
 )
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 @numba.njit(nogil=True, cache=True)

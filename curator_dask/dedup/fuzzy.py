@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import dask
-import dask.dataframe
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -46,6 +45,7 @@ from curator_dask.dedup._runtime import (
 from curator_dask.dedup.components import (
     ROUTE_BYTES,
     budget_slots,
+    components_in_memory,
     connected_components,
     read_routes,
     route_of,
@@ -69,7 +69,9 @@ from curator_dask.io.parquet_dir import (
     get_fs,
     layout,
     parquet_files,
+    read_frames,
     read_parquet_dir,
+    read_part_frames,
     read_parts,
     read_row_groups_by,
     release_arrow_memory,
@@ -331,7 +333,11 @@ def _read_sets(path: str, storage_options: dict[str, Any] | None) -> tuple:
     ``hashes[start:end]``, read from the Arrow buffers without a Python object per set."""
     fs, p = get_fs(path, storage_options)
     with fs.open(p, "rb") as fh:
-        table = pq.read_table(fh, columns=["uid", "sig"])
+        return _sets_of(pq.read_table(fh, columns=["uid", "sig"]))
+
+
+def _sets_of(table: pa.Table) -> tuple:
+    """A table ``uid, sig`` of shingle sets -> ``(uid, shingle hashes, start, end)``."""
     uid = table.column("uid").to_numpy().astype(np.int64, copy=False)
     sig = table.column("sig").combine_chunks()
     if not pa.types.is_large_binary(sig.type):
@@ -356,10 +362,18 @@ def _verify_part(
     ``sets_dir``) holds each member's set once. (The directory, not a list of the files: a
     list would travel with every task, a graph growing with the square of the partitions.)"""
     release_arrow_memory()  # what reading the members freed
-    part = part.sort_values(["bucket", "uid"], kind="stable")
     number = (partition_info or {}).get("number", 0)
     path = layout(sets_dir, storage_options).part_path(number)
-    uid, data, start, end = _read_sets(path, storage_options)
+    return _verify_members(part, _read_sets(path, storage_options), threshold, max_anchors)
+
+
+def _verify_members(
+    part: pd.DataFrame, sets: tuple, threshold: float, max_anchors: int | None
+) -> pd.DataFrame:
+    """The verified edges ``u, v`` of bucket members ``part`` (``bucket, uid``), their
+    shingle sets in ``sets`` (:func:`_sets_of`)."""
+    part = part.sort_values(["bucket", "uid"], kind="stable")
+    uid, data, start, end = sets
     at = pd.Index(uid).get_indexer(part["uid"].to_numpy(np.int64))
     part, at = part[at >= 0], at[at >= 0]  # a member without a set has no shingles
     a, b, _ = verify_buckets(
@@ -368,6 +382,11 @@ def _verify_part(
     uid = part["uid"].to_numpy(np.int64)
     u, v = uid[a], uid[b]
     return pd.DataFrame({"u": np.minimum(u, v), "v": np.maximum(u, v)}).drop_duplicates()
+
+
+def _star_edges(part: pd.DataFrame) -> pd.DataFrame:
+    """Star edges ``bucket, anchor, uid`` -> component edges ``u, v``."""
+    return pd.DataFrame({"u": part["anchor"].to_numpy(), "v": part["uid"].to_numpy()})
 
 
 _EDGES_META = pd.DataFrame({"u": pd.Series([], dtype="int64"), "v": pd.Series([], dtype="int64")})
@@ -431,6 +450,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
             )
         self._run_obj: Run | None = None
         self._plan_key: tuple[int, int] | None = None
+        #: An in-memory run's reads of the input partitions (:meth:`_runs_in_memory`).
+        self._in_memory: tuple[Any, list[Any]] | None = None
 
     # -- parameters and cache layout ---------------------------------------------------
     def bands(self) -> tuple[int, int]:
@@ -477,6 +498,44 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
     def _input(self) -> Any:
         return self._run().input.frame()
 
+    def _runs_in_memory(self) -> bool:
+        """Whether this run keeps its steps' partitions as pandas frames in this process
+        (no dask dataframe): input files whose estimated in-memory size
+        (:func:`curator_dask.sizing.input_bytes`) is below ``curator.dedup.in-memory-below``,
+        without a distributed client, on the CPU. The steps call the same partition
+        functions on the same partitions and write the same step cache and outputs; only
+        the shuffles (one partition holds everything) and the graphs are left out."""
+        from dask.utils import parse_bytes
+
+        run = self._run()
+        below = config.get("dedup.in-memory-below", None)
+        reader = run.input.reader()
+        if below is None or run.client is not None or not hasattr(reader, "read_task"):
+            return False
+        gpu = str(config.get("dedup.minhash-device", "auto")) == "gpu"
+        if gpu or _backend.backend_name() != "pandas":
+            return False
+        specs = reader.partitions(sizing.workers_of(None))  # as DedupInput.frame lists them
+        nbytes = sizing.input_bytes(reader, specs)
+        if nbytes is None or nbytes >= parse_bytes(str(below)):
+            return False
+        self._in_memory = (reader.read_task(specs), specs)
+        return True
+
+    def _input_parts(self) -> list[Any]:
+        """The input's partitions as dask delayed objects: the frame's, or in an in-memory run
+        the reader's reads of the same partitions (what the frame's tasks call)."""
+        if self._in_memory is None:
+            return list(self._input().to_delayed())
+        read, specs = self._in_memory
+        return [dask.delayed(read, pure=False)(spec) for spec in specs]
+
+    def _input_meta(self) -> pd.DataFrame:
+        """The input's columns and types (an empty frame)."""
+        if self._in_memory is not None:
+            return self._in_memory[0].meta
+        return self._input()._meta
+
     # -- step 1 -------------------------------------------------------------------------
     def _keeps_documents(self) -> bool:
         """Whether the MinHash step also writes the documents to the cache, so that the
@@ -501,8 +560,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 self.stats["minhash_partitions_computed"] = 0
                 return out
             run.steps.clear(out)  # made without the documents, which are needed now
-        df = self._input()
-        parts = df.to_delayed()
+        parts = self._input_parts()
         p = self._sig_params
         todo_all = range(len(parts))
         paths = [join(out, f"part-{i:05d}.parquet") for i in todo_all]
@@ -551,14 +609,18 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
 
     def _documents(self, columns: list[str] | None = None) -> Any:
         """The input documents: from the cache's ``docs/`` when the MinHash step wrote them
-        (with ``_uid``; one partition per file, in input order), else the input frame."""
+        (with ``_uid``; one partition per file, in input order), else the input frame.
+        An in-memory run always has them in the cache, and reads them as a list of pandas
+        frames."""
         if not self._keeps_documents():
             df = self._input()
             return df if columns is None else df[columns]
         docs_dir = join(self.cache_dir(), "docs")
-        meta = self._input()._meta.assign(_uid=pd.Series([], dtype="int64"))
+        meta = self._input_meta().assign(_uid=pd.Series([], dtype="int64"))
         files = parquet_files(docs_dir, self.storage_options)
         cols = None if columns is None else [*columns, "_uid"]
+        if self._in_memory is not None:  # a list of pandas frames, one per file
+            return read_part_frames(files, meta, self.storage_options, cols)
         return read_parts(files, meta, self.storage_options, cols)
 
     def _minhash_files(self) -> list[str]:
@@ -606,18 +668,21 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         meta = pd.DataFrame(
             {c: pd.Series([], dtype="int64") for c in ["_uid", "n_shingles", *cols]}
         )
-        sig = read_parquet_dir(
-            join(self.cache_dir(), "minhash"), so, meta, ["_uid", "n_shingles", *cols]
-        )
-        rows = sig.map_partitions(
-            _melt_bands,
-            cols,
-            meta=pd.DataFrame(
-                {"bucket": pd.Series([], dtype="int64"), "uid": pd.Series([], dtype="int64")}
-            ),
-        )
-        shuffled = rows.shuffle(on="bucket", shuffle_method=shuffle_method(self.client))
-        edges = shuffled.map_partitions(_edges_part, meta=_STAR_META)
+        sig_dir, sig_cols = join(self.cache_dir(), "minhash"), ["_uid", "n_shingles", *cols]
+        edges: Any
+        if self._in_memory is not None:  # one partition holds every bucket: no shuffle
+            sig_frames = read_frames(sig_dir, so, meta, sig_cols)
+            edges = [_edges_part(_melt_bands(pd.concat(sig_frames, ignore_index=True), cols))]
+        else:
+            rows = read_parquet_dir(sig_dir, so, meta, sig_cols).map_partitions(
+                _melt_bands,
+                cols,
+                meta=pd.DataFrame(
+                    {"bucket": pd.Series([], dtype="int64"), "uid": pd.Series([], dtype="int64")}
+                ),
+            )
+            shuffled = rows.shuffle(on="bucket", shuffle_method=shuffle_method(self.client))
+            edges = shuffled.map_partitions(_edges_part, meta=_STAR_META)
         out = self._group_dir(group)
         write_frame(edges, join(out, "edges"), run.reporter, f"bands {group[0]}-{group[1] - 1}", so)
         run.steps.mark_done(out, {"bands": list(group)})
@@ -643,6 +708,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
     def _edge_rows(self, group_dirs: list[str]) -> Any:
         so = self.storage_options
         files = sorted(f for d in group_dirs for f in parquet_files(join(d, "edges"), so))
+        if self._in_memory is not None:
+            return pd.concat(read_part_frames(files, _STAR_META, so), ignore_index=True)
         return read_parts(files, _STAR_META, so)
 
     # -- step 3 -------------------------------------------------------------------------
@@ -708,6 +775,8 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         if run.steps.is_done(out):
             self.stats["verify_computed"] = 0
             return out
+        if self._in_memory is not None:
+            return self._verify_in_memory(out, group_dirs)
         method = shuffle_method(self.client)
         files = sorted(f for d in group_dirs for f in parquet_files(join(d, "edges"), so))
         rows = read_parts(files, _STAR_META, so)
@@ -781,23 +850,63 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         self.stats["verify_sets"] = n_sets
         return out
 
+    def _verify_in_memory(self, out: str, group_dirs: list[str]) -> str:
+        """Step 3 of an in-memory run: :meth:`verify_candidates`'s partition functions on one
+        partition (every bucket, every candidate's set), the same edges written."""
+        run = self._run()
+        so = self.storage_options
+        p = self._sig_params
+        members = _members_part(self._edge_rows(group_dirs))
+        members = members.drop(columns="route").drop_duplicates()
+        req = _requests(members).set_index("uid")
+        found = [
+            _candidate_sets(
+                docs.set_index("_uid"), req, self.text_column, p.kind, p.ngram, p.normalization
+            )
+            for docs in self._documents([self.text_column])
+        ]
+        sets = pd.concat(found, ignore_index=True)
+        table = pa.Table.from_pandas(sets[["uid", "sig"]], preserve_index=False)
+        edges = _verify_members(
+            members, _sets_of(table), float(self.jaccard_threshold), self.num_anchors
+        )
+        write_frame([edges], join(out, "edges"), run.reporter, "verify", so)
+        run.steps.mark_done(
+            out,
+            {
+                "threshold": self.jaccard_threshold,
+                "members": len(members),
+                "sets": len(sets),
+                "partitions": 1,
+                "by_cluster": False,
+            },
+        )
+        self.stats["verify_computed"] = 1
+        self.stats["verify_sets"] = len(sets)
+        return out
+
     # -- steps 4 and 5 --------------------------------------------------------------------
     def _edges(self, group_dirs: list[str]) -> tuple[Any, str]:
+        """The edges ``u, v`` of the components (a lazy frame; a pandas frame in an
+        in-memory run), and the components' step directory."""
         run = self._run()
         groups = [d.rsplit("/", 1)[-1] for d in group_dirs]
+        in_memory = self._in_memory is not None
         if self.false_positive_check:
             vdir = self.verify_candidates(group_dirs)
-            edges = read_parquet_dir(join(vdir, "edges"), self.storage_options, _EDGES_META)
-            return edges, join(vdir, "components")
+            edir, so = join(vdir, "edges"), self.storage_options
+            if in_memory:
+                return pd.concat(read_frames(edir, so, _EDGES_META)), join(vdir, "components")
+            return read_parquet_dir(edir, so, _EDGES_META), join(vdir, "components")
         rows = self._edge_rows(group_dirs)
-        edges = rows.map_partitions(
-            lambda p: pd.DataFrame({"u": p["anchor"].to_numpy(), "v": p["uid"].to_numpy()}),
-            meta=_EDGES_META,
-        )
-        return edges, run.steps.dir("components", "star", groups)
+        star = run.steps.dir("components", "star", groups)
+        if in_memory:
+            return _star_edges(rows), star
+        return rows.map_partitions(_star_edges, meta=_EDGES_META), star
 
     def members(self, labels: Any) -> Any:
-        """Lazy frame ``id, group, _uid, removed`` of every group member, from the labels."""
+        """Lazy frame ``id, group, _uid, removed`` of every group member, from the labels
+        (a pandas frame from pandas labels, in an in-memory run)."""
         meta = pd.DataFrame(
             {
                 "_uid": pd.Series([], dtype="int64"),
@@ -805,10 +914,12 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 "n_chars": pd.Series([], dtype="int64"),
             }
         )
+        sig_dir, cols = join(self.cache_dir(), "minhash"), ["_uid", "id", "n_chars"]
+        if self._in_memory is not None:  # one partition: every group
+            frame = pd.concat(read_frames(sig_dir, self.storage_options, meta, cols))
+            return group_members(labels.merge(frame, left_on="uid", right_on="_uid"), self.keep)
         method = shuffle_method(self.client)
-        meta_df = read_parquet_dir(
-            join(self.cache_dir(), "minhash"), self.storage_options, meta, ["_uid", "id", "n_chars"]
-        )
+        meta_df = read_parquet_dir(sig_dir, self.storage_options, meta, cols)
         joined = labels.merge(meta_df, left_on="uid", right_on="_uid", shuffle_method=method)
         id_dtype = meta_df._meta["id"].dtype
         return joined.shuffle(on="label", shuffle_method=method).map_partitions(
@@ -835,10 +946,12 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         """
         self._run_obj = None
         self._plan_key = None
+        self._in_memory = None
         self.stats.clear()
         run = self._run()
         r = run.reporter
         so = self.storage_options
+        in_memory = self._runs_in_memory()
         with r.step("minhash"):
             sig_dir = self.compute_minhashes()
             num_docs = int(run.steps.read_done(sig_dir)["documents"])
@@ -851,21 +964,31 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
                 comp_dir = run.steps.dir("components", "none")
         with r.step("components"):
             labels_dir = join(comp_dir, "labels")
-            if not num_docs:
-                labels = dask.dataframe.from_pandas(_LABELS_META, npartitions=1)
+            if not num_docs and in_memory:
+                labels = _LABELS_META
+            elif not num_docs:
+                import dask.dataframe as dd
+
+                labels = dd.from_pandas(_LABELS_META, npartitions=1)
             elif not run.steps.is_done(comp_dir):
-                labels = connected_components(
-                    edges,
-                    join(comp_dir, "work"),
-                    self.client,
-                    storage_options=so,
-                    reporter=r,
-                    vertex_counts=self._partition_documents(),
-                )
+                if in_memory:  # labelled alike: each component's smallest uid
+                    u, v = edges["u"].to_numpy(np.int64), edges["v"].to_numpy(np.int64)
+                    labels = [components_in_memory(u, v)]
+                else:
+                    labels = connected_components(
+                        edges,
+                        join(comp_dir, "work"),
+                        self.client,
+                        storage_options=so,
+                        reporter=r,
+                        vertex_counts=self._partition_documents(),
+                    )
                 write_frame(labels, labels_dir, r, "labels", so)
                 remove_tree(join(comp_dir, "work"), so)
                 run.steps.mark_done(comp_dir)
-            if num_docs:
+            if num_docs and in_memory:
+                labels = pd.concat(read_frames(labels_dir, so, _LABELS_META), ignore_index=True)
+            elif num_docs:
                 labels = read_parquet_dir(labels_dir, so, _LABELS_META)
         b, rows = self.bands()
         details = {

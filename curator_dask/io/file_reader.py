@@ -632,21 +632,27 @@ class FileReader(Reader):
         import dask.dataframe as dd
 
         specs = self.partitions(workers)
-        self.check_columns(specs)
-        meta = self.meta(specs)
-        task = _ReadTask(
-            self,
-            meta,
-            resolve_quarantine_dir(self.quarantine_path),
-            _backend.backend_name(),
-            f"read_{self.format_name}",
-        )
+        task = self.read_task(specs)
         return dd.from_map(
             task,
             specs,
-            meta=backend_meta(meta, task.backend),
+            meta=backend_meta(task.meta, task.backend),
             label=f"read-{self.format_name}",
             enforce_metadata=False,
+        )
+
+    def read_task(self, specs: list[PartitionSpec]) -> _ReadTask:
+        """What reads each partition of :meth:`to_dask` (called with a spec of ``specs``:
+        the partition, conformed to ``.meta``, its quarantined records written and warned
+        of); for a run that reads its partitions without a dask frame (a dedup workflow's
+        in-memory run). Checks the columns first (:meth:`check_columns`)."""
+        self.check_columns(specs)
+        return _ReadTask(
+            self,
+            self.meta(specs),
+            resolve_quarantine_dir(self.quarantine_path),
+            _backend.backend_name(),
+            f"read_{self.format_name}",
         )
 
     def id_name(self, path: str) -> str:

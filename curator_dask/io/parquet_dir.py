@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import dask
-import dask.dataframe as dd
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -148,6 +147,8 @@ def read_row_groups_by(
     column ``key``, with divisions from the row groups' statistics, so that rows can be
     routed to the piece that holds a key (``set_index(key, divisions=df.divisions)``). The
     files' ``key`` must increase from row group to row group, file after file."""
+    import dask.dataframe as dd
+
     pieces: list[tuple[str, int]] = []
     lows: list[int] = []
     high = 0
@@ -186,6 +187,8 @@ def read_parts(
     """A lazy frame with exactly one partition per file of ``files``, in their order, typed
     as ``meta`` (so that partition ``i`` is the step's partition ``i``, whatever the row
     groups)."""
+    import dask.dataframe as dd
+
     if columns is not None:
         meta = meta[columns]
     if not files:
@@ -206,11 +209,47 @@ def read_parquet_dir(
     (``dd.read_parquet`` would join small files into larger partitions). With files, the
     types are those of the first file's schema, as ``dd.read_parquet`` gives them."""
     files = parquet_files(directory, storage_options)
+    return read_parts(files, _first_schema(files, meta, storage_options), storage_options, columns)
+
+
+def _first_schema(
+    files: Sequence[str], meta: pd.DataFrame, storage_options: dict[str, Any] | None
+) -> pd.DataFrame:
     if files:
         fs, p = get_fs(files[0], storage_options)
         with fs.open(p, "rb") as fh:
             meta = pq.read_schema(fh).empty_table().to_pandas()
-    return read_parts(files, meta, storage_options, columns)
+    return meta
+
+
+def read_frames(
+    directory: str,
+    storage_options: dict[str, Any] | None,
+    meta: pd.DataFrame,
+    columns: list[str] | None = None,
+) -> list[pd.DataFrame]:
+    """What :func:`read_parquet_dir` reads, read now: one pandas frame per part file (one
+    empty frame if none), typed alike (a dedup workflow's in-memory run)."""
+    files = parquet_files(directory, storage_options)
+    return read_part_frames(
+        files, _first_schema(files, meta, storage_options), storage_options, columns
+    )
+
+
+def read_part_frames(
+    files: Sequence[str],
+    meta: pd.DataFrame,
+    storage_options: dict[str, Any] | None = None,
+    columns: list[str] | None = None,
+) -> list[pd.DataFrame]:
+    """What :func:`read_parts` reads, read now: one pandas frame per file, typed as
+    ``meta`` (one empty frame if none)."""
+    if columns is not None:
+        meta = meta[columns]
+    if not files:
+        return [meta]
+    read = _ReadPart(meta, columns, storage_options)
+    return [read(f) for f in files]
 
 
 def remove_tree(path: str, storage_options: dict[str, Any] | None) -> None:
@@ -259,6 +298,9 @@ def write_frame(
 ) -> int:
     """Write ``df`` as ``<directory>/part-<i>.parquet`` (one file a partition, each atomic).
 
+    ``df`` is a dask frame, or a list of pandas frames (its partitions, written in this
+    process: a dedup workflow's in-memory run).
+
     Every file has ``schema``, by default that of ``df``'s meta (empty partitions included).
     With ``unify``, each partition is written with its own types and the files whose schema
     differs from the union of all (io's rule for a run's one schema,
@@ -271,25 +313,36 @@ def write_frame(
     from curator_dask.io.writers import unify_schemas
 
     remove_tree(directory, storage_options)
+    in_memory = isinstance(df, list)
     if schema is None and not unify:
-        meta = _backend.to_pandas(df._meta)
+        meta = _backend.to_pandas(df[0].iloc[:0] if in_memory else df._meta)
         schema = pa.Schema.from_pandas(meta, preserve_index=False)
-    counts = df.map_partitions(
-        _write_part, directory, storage_options, schema,
-        meta=pd.DataFrame({"rows": pd.Series([], dtype="int64"), "schema": []}),
-    )  # fmt: skip
-    tasks = counts.to_delayed()
-    parts = list(dask.compute(*tasks)) if progress is None else progress.compute(tasks, label)
+    if in_memory:  # pandas frames in this process: the same part files, no graph
+        parts = [
+            _write_part(part, directory, storage_options, schema, {"number": i})
+            for i, part in enumerate(df)
+        ]
+    else:
+        counts = df.map_partitions(
+            _write_part, directory, storage_options, schema,
+            meta=pd.DataFrame({"rows": pd.Series([], dtype="int64"), "schema": []}),
+        )  # fmt: skip
+        tasks = counts.to_delayed()
+        parts = list(dask.compute(*tasks)) if progress is None else progress.compute(tasks, label)
     if unify:
         schemas = [pa.ipc.read_schema(pa.py_buffer(p["schema"].iloc[0])) for p in parts]
         one = unify_schemas(schemas)
         paths = [layout(directory).part_path(i) for i in range(len(parts))]
         todo = [
-            dask.delayed(_conform_part)(path, one, storage_options)
+            path
             for path, s in zip(paths, schemas, strict=True)
             if not s.remove_metadata().equals(one)
         ]
-        dask.compute(*todo)
+        if in_memory:
+            for path in todo:
+                _conform_part(path, one, storage_options)
+        else:
+            dask.compute(*(dask.delayed(_conform_part)(p, one, storage_options) for p in todo))
     return int(sum(int(p["rows"].sum()) for p in parts))
 
 
@@ -365,7 +418,9 @@ __all__ = [
     "is_object_store",
     "layout",
     "parquet_files",
+    "read_frames",
     "read_parquet_dir",
+    "read_part_frames",
     "read_parts",
     "read_row_groups_by",
     "release_arrow_memory",

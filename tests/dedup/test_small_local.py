@@ -112,7 +112,8 @@ def test_the_shuffle_method_setting_is_what_the_dedup_shuffles_use(
 import sys
 import dask
 from curator_dask.dedup import FuzzyDeduplicationWorkflow
-with dask.config.set(scheduler="sync"):
+# the dask path's shuffles (this small input would run in memory, without them)
+with dask.config.set({{"scheduler": "sync", "curator.dedup.in-memory-below": None}}):
     r = FuzzyDeduplicationWorkflow(
         input_path={str(src)!r}, output_path={str(tmp_path / "out")!r},
         cache_path={str(tmp_path / "cache")!r}, perform_removal=True,

@@ -1,0 +1,152 @@
+"""A small fuzzy dedup runs its steps on pandas frames in one process (below
+``curator.dedup.in-memory-below``): no dask dataframe, the same step functions, step cache,
+outputs and accounting as the dask path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dask.config
+import pyarrow.dataset as ds
+import pytest
+
+from curator_dask.dedup import FuzzyDeduplicationWorkflow
+from curator_dask.dedup._runtime import DedupResult
+from curator_dask.io import QuarantineWarning
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DASK_PATH = {"curator.dedup.in-memory-below": None}
+
+
+@pytest.fixture
+def src(tmp_path: Path, sample_records: list[dict]) -> Path:
+    """300 documents of the shipped sample (it holds near-duplicates) in 3 JSONL files, and
+    one line that is not JSON (quarantined)."""
+    d = tmp_path / "in"
+    d.mkdir()
+    records = sample_records[:300]
+    for i in range(3):
+        with open(d / f"shard-{i}.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records[i::3])
+            if i == 1:
+                f.write("{not json\n")
+    return d
+
+
+def _ids(directory: Path) -> list[str]:
+    table = ds.dataset(directory, format="parquet").to_table(columns=["id"])
+    return sorted(str(x) for x in table.column("id").to_pylist())
+
+
+def _groups(directory: Path) -> list[tuple[str, str]]:
+    table = ds.dataset(directory, format="parquet").to_table(columns=["id", "group"])
+    return sorted(zip(*(table.column(c).to_pylist() for c in ("id", "group")), strict=True))
+
+
+def _workflow(src: Path, tmp_path: Path, name: str, **kw: object) -> FuzzyDeduplicationWorkflow:
+    return FuzzyDeduplicationWorkflow(
+        input_path=str(src),
+        output_path=str(tmp_path / name),
+        cache_path=str(tmp_path / f"{name}-cache"),
+        perform_removal=True,
+        duplicate_groups=True,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _run(wf: FuzzyDeduplicationWorkflow, reads: bool = True) -> DedupResult:
+    """``wf.run()``; when it ``reads`` the input, the bad line is warned of."""
+    if not reads:
+        return wf.run()
+    with pytest.warns(QuarantineWarning, match="1 bad record"):
+        return wf.run()
+
+
+def test_a_small_fuzzy_dedup_command_imports_no_dask_dataframe(tmp_path: Path, src: Path) -> None:
+    out = tmp_path / "out"
+    code = (
+        "import json, sys\n"
+        "from curator_dask.cli import main\n"
+        f"args = ['fuzzy-dedup', {str(src)!r}, '--output', {str(out)!r}, '--cache-dir',"
+        f" {str(tmp_path / 'cache')!r}, '--perform-removal', '--json', '-q']\n"
+        "assert main(args) == 0\n"
+        "mods = ('dask.dataframe', 'dask.array', 'distributed')\n"
+        "print(json.dumps([m for m in mods if m in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.splitlines()
+    result, imported = json.loads(printed[-2]), json.loads(printed[-1])
+    assert imported == []
+    removed = _ids(out / "removed_ids")
+    assert removed
+    assert result["removed"] == len(removed)
+    # every record accounted for: kept + removed + quarantined = read
+    assert result["quarantined"] == 1
+    assert len(_ids(out / "deduplicated")) + len(removed) + 1 == 301
+
+
+def test_in_memory_and_dask_paths_write_the_same_outputs(tmp_path: Path, src: Path) -> None:
+    small = _workflow(src, tmp_path, "small")
+    got = _run(small)
+    assert small._in_memory is not None  # the input is below the setting
+    with dask.config.set({"curator.dedup.in-memory-below": "1KiB"}):  # above it: dask
+        ref_wf = _workflow(src, tmp_path, "ref")
+        ref = _run(ref_wf)
+    assert ref_wf._in_memory is None
+    for name in ("removed_ids", "duplicate_groups"):
+        assert _groups(tmp_path / "small" / name) == _groups(tmp_path / "ref" / name)
+    assert _groups(tmp_path / "small" / "removed_ids")
+    assert _ids(tmp_path / "small" / "deduplicated") == _ids(tmp_path / "ref" / "deduplicated")
+    for key in ("documents", "removed", "kept", "duplicate_groups", "quarantined"):
+        assert got[key] == ref[key], key
+    assert got["quarantined"] == 1
+    assert got["kept"] + got["removed"] + got["quarantined"] == 301
+    assert set(got.seconds) == set(ref.seconds)  # the same steps reported
+    steps = got.stats.keys() - {"plan"}
+    assert steps <= ref.stats.keys()
+    assert {k: got.stats[k] for k in steps if k != "verify_sets"} == {
+        k: ref.stats[k] for k in steps if k != "verify_sets"
+    }
+
+
+def test_an_interrupted_in_memory_run_resumes_from_its_cache(
+    tmp_path: Path, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from curator_dask.dedup import fuzzy
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:  # stopped after the candidate check
+        m.setattr(fuzzy, "components_in_memory", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            _run(_workflow(src, tmp_path, "out"))
+    assert not (tmp_path / "out" / "removed_ids").exists()
+    again = _workflow(src, tmp_path, "out")
+    result = _run(again, reads=False)
+    assert again._in_memory is not None
+    assert result.stats["minhash_partitions_computed"] == 0
+    assert result.stats["lsh_groups_computed"] == 0
+    assert result.stats["verify_computed"] == 0
+    # the dask path reads the same step cache (the steps' files are the same)
+    with dask.config.set(DASK_PATH):
+        on_dask = _workflow(src, tmp_path, "out")
+        resumed = _run(on_dask, reads=False)
+    assert on_dask._in_memory is None
+    assert resumed.stats["verify_computed"] == 0
+    fresh = _workflow(src, tmp_path, "fresh")
+    with dask.config.set(DASK_PATH):
+        _run(fresh)
+    assert _ids(tmp_path / "out" / "removed_ids") == _ids(tmp_path / "fresh" / "removed_ids")
+    assert result["removed"] == resumed["removed"] == len(_ids(tmp_path / "fresh" / "removed_ids"))
