@@ -67,6 +67,7 @@ def _run(wf: FuzzyDeduplicationWorkflow, reads: bool = True) -> DedupResult:
 
 
 def test_a_small_fuzzy_dedup_command_imports_no_dask_dataframe(tmp_path: Path, src: Path) -> None:
+    """Nor curator's metrics, which nothing reads without --metrics-port or a cluster."""
     out = tmp_path / "out"
     code = (
         "import json, sys\n"
@@ -74,7 +75,7 @@ def test_a_small_fuzzy_dedup_command_imports_no_dask_dataframe(tmp_path: Path, s
         f"args = ['fuzzy-dedup', {str(src)!r}, '--output', {str(out)!r}, '--cache-dir',"
         f" {str(tmp_path / 'cache')!r}, '--perform-removal', '--json', '-q']\n"
         "assert main(args) == 0\n"
-        "mods = ('dask.dataframe', 'dask.array', 'distributed')\n"
+        "mods = ('dask.dataframe', 'dask.array', 'distributed', 'prometheus_client')\n"
         "print(json.dumps([m for m in mods if m in sys.modules]))\n"
     )
     done = subprocess.run(
