@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -37,6 +39,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.integration  # a real worker process (about 4 s)
 def test_only_the_clusters_worker_processes_count_as_workers(tmp_path: Path) -> None:
     script = tmp_path / "command.py"
     script.write_text(_COMMAND)
