@@ -512,8 +512,7 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
         reader = run.input.reader()
         if below is None or run.client is not None or not hasattr(reader, "read_task"):
             return False
-        gpu = str(config.get("dedup.minhash-device", "auto")) == "gpu"
-        if gpu or _backend.backend_name() != "pandas":
+        if minhash_devices()[0] == "gpu" or _backend.backend_name() != "pandas":
             return False
         specs = reader.partitions(sizing.workers_of(None))  # as DedupInput.frame lists them
         nbytes = sizing.input_bytes(reader, specs)
