@@ -74,14 +74,6 @@ def _flatten(parent):  # pragma: no cover - compiled
         parent[i] = parent[parent[i]]
 
 
-@numba.njit(nogil=True, cache=True)
-def _union_find(a, b, n):  # pragma: no cover - compiled
-    parent = np.arange(n)
-    _union_into(parent, a, b)
-    _flatten(parent)
-    return parent
-
-
 def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     """Label the vertices of edges ``(u, v)`` with their component's smallest vertex."""
     u = np.asarray(u, dtype=np.int64)
@@ -93,7 +85,12 @@ def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     m = len(u)
     # roots are always the smallest index of their tree, and nodes are sorted, so each
     # root is its component's minimum; after the final pass every node points at it
-    root = _union_find(inv[:m].astype(np.int64), inv[m:].astype(np.int64), n)
+    # the slots' dtype of the streamed union-find (int32 below 2**31 slots): one compiled
+    # _union_into and _flatten for both, not one more per dtype on a machine's first run
+    dtype = np.int32 if n < 2**31 else np.int64
+    root = np.arange(n, dtype=dtype)
+    _union_into(root, inv[:m].astype(dtype), inv[m:].astype(dtype))
+    _flatten(root)
     return pd.DataFrame({"uid": nodes, "label": nodes[root]})
 
 

@@ -229,8 +229,22 @@ def _find(parent, a):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
+def _identity(k):  # pragma: no cover - compiled
+    """``np.arange(k)`` as a loop: numba's ``arange`` overload is one more compile on a
+    fresh machine; ``np.empty`` of int64 is compiled for the other kernels anyway."""
+    out = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        out[i] = i
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
 def _push_edge(out_a, out_b, n_out, a, b):  # pragma: no cover - compiled
-    """Store edge ``(a, b)`` at ``n_out``, doubling the arrays when they are full."""
+    """Store edge ``(a, b)`` at ``n_out``, doubling the arrays when they are full.
+
+    Callers start ``n_out`` at ``np.int64(0)``, not ``0``: a call typed while it is still
+    the literal ``0`` compiles a second copy of this helper (for ``Literal[int](0)``).
+    """
     if n_out == len(out_a):
         na = np.empty(2 * len(out_a), dtype=np.int64)
         nb = np.empty(2 * len(out_b), dtype=np.int64)
@@ -249,12 +263,12 @@ def _push_edge(out_a, out_b, n_out, a, b):  # pragma: no cover - compiled
 def _verify(starts, ends, sets, lo, hi, threshold):  # pragma: no cover - compiled
     out_a = np.empty(16, dtype=np.int64)  # grown by _push_edge
     out_b = np.empty(16, dtype=np.int64)
-    n_out = 0
+    n_out = np.int64(0)  # not 0: see _push_edge
     n_checked = 0
     for g in range(len(starts)):
         s, e = starts[g], ends[g]
         k = e - s
-        parent = np.arange(k)
+        parent = _identity(k)
         for i in range(k):
             a = sets[lo[s + i] : hi[s + i]]
             if len(a) == 0:
@@ -290,13 +304,13 @@ def _check(parent, sets, lo, hi, s, i, j, threshold):  # pragma: no cover - comp
 def _verify_anchors(starts, ends, sets, lo, hi, threshold, max_anchors):  # pragma: no cover
     out_a = np.empty(16, dtype=np.int64)  # grown by _push_edge
     out_b = np.empty(16, dtype=np.int64)
-    n_out = 0
+    n_out = np.int64(0)  # not 0: see _push_edge
     n_checked = 0
     anchors = np.empty(max_anchors, dtype=np.int64)
     for g in range(len(starts)):
         s, e = starts[g], ends[g]
         k = e - s
-        parent = np.arange(k)
+        parent = _identity(k)
         n_anchors = 0
         budget = max_anchors * k  # extra checks for members no anchor vouches for
         for j in range(k):

@@ -232,11 +232,24 @@ _ASCII_WORD = np.array(
 _BYTE_WORD = np.concatenate([_ASCII_WORD, np.arange(128, 256)]).astype(np.uint64)
 
 
-@numba.njit(inline="always")
+@numba.njit
 def _is_pair(keys, first, second):  # pragma: no cover - compiled
+    """Whether ``(first, second)`` is in the sorted pair keys ``keys``.
+
+    A binary search written out, not ``np.searchsorted``: numba compiles that generic
+    overload (its comparison helpers for every number kind) in seconds of a machine's
+    first compile. A call, not inlined: it runs only next to combining marks.
+    """
     key = (first << 21) | second
-    j = np.searchsorted(keys, key)
-    return j < len(keys) and keys[j] == key
+    lo = 0
+    hi = len(keys)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < len(keys) and keys[lo] == key
 
 
 @numba.njit
@@ -303,8 +316,14 @@ def _hash_utf8(h, cp):  # pragma: no cover - compiled
     return h
 
 
-@numba.njit(nogil=True, cache=True)
-def _fast_kinds(cls, out_off, out_data, last_starter, ends_starter, tail_marks):  # pragma: no cover
+def _fast_kinds(
+    cls: np.ndarray,
+    out_off: np.ndarray,
+    out_data: np.ndarray,
+    last_starter: np.ndarray,
+    ends_starter: np.ndarray,
+    tail_marks: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per code point: its fast kind (``_FAST_WORD``/``_FAST_SPACE``, + ``_FAST_TAILED``, or
     0 for none) and, for ``_FAST_WORD``, the one code point of its output.
 
@@ -313,25 +332,42 @@ def _fast_kinds(cls, out_off, out_data, last_starter, ends_starter, tail_marks):
     composition state ``last = provider = cp``, ``adjacent`` true: class ``PLAIN``, NFKC's
     last starter the code point itself and NFKC ending with it. The fast path then does
     exactly what the general one does, without its tables.
+
+    Array operations over all code points at once (once per machine: :func:`_fast_table`),
+    not a numba kernel: a fresh machine's first run saves its compile.
     """
     n = len(cls)
     fast = np.zeros(n, dtype=np.uint8)
     out_cp = np.arange(n, dtype=np.int32)  # hashed (and then dropped) for a space too
-    for cp in range(0x80, n):
-        if cls[cp] != _PLAIN or last_starter[cp] != cp or not ends_starter[cp]:
-            continue
-        s, e = out_off[cp], out_off[cp + 1]
-        tailed = _FAST_TAILED if tail_marks[cp] else 0
-        if e - s == 1 and out_data[s] == 32:
-            fast[cp] = _FAST_SPACE | tailed
-            continue
-        if e - s < 2 or e - s > 4 or out_data[s] < 0xC0:
-            continue
-        # decode the output; it is one code point when its length is its lead byte's
-        o, after = _decode(out_data, s, e)
-        if after == e and _utf8_length(o) == e - s and o >= 0x80:
-            fast[cp] = _FAST_WORD | tailed
-            out_cp[cp] = o
+    cp = np.arange(0x80, n, dtype=np.int64)
+    plain = (cls[0x80:] == _PLAIN) & (last_starter[0x80:] == cp) & ends_starter[0x80:]
+    cp = cp[plain]
+    s = out_off[cp].astype(np.int64)
+    length = out_off[cp + 1].astype(np.int64) - s
+    tailed = np.where(tail_marks[cp], _FAST_TAILED, 0).astype(np.uint8)
+    data = np.concatenate([out_data, np.zeros(4, dtype=np.uint8)]).astype(np.int64)
+    lead = data[s]  # the padding reads as 0 past the end (masked out below)
+    space = (length == 1) & (lead == 32)
+    fast[cp[space]] = _FAST_SPACE | tailed[space]
+    # decode the output as _decode does (a lead byte, then up to its count of continuation
+    # bytes before the end); it is one code point when its length is its lead byte's
+    more = np.where(lead < 0xE0, 1, np.where(lead < 0xF0, 2, 3))
+    o = np.where(lead < 0xE0, lead & 0x1F, np.where(lead < 0xF0, lead & 0x0F, lead & 0x07))
+    took = np.minimum(more, length - 1)
+    for j in range(1, 4):
+        o = np.where(took >= j, (o << 6) | (data[s + j] & 0x3F), o)
+    utf8_length = np.where(o < 0x80, 1, np.where(o < 0x800, 2, np.where(o < 0x10000, 3, 4)))
+    word = (
+        ~space
+        & (length >= 2)
+        & (length <= 4)
+        & (lead >= 0xC0)
+        & (1 + took == length)
+        & (utf8_length == length)
+        & (o >= 0x80)
+    )
+    fast[cp[word]] = _FAST_WORD | tailed[word]
+    out_cp[cp[word]] = o[word]
     return fast, out_cp
 
 
@@ -365,7 +401,9 @@ def _word_shingles(data, offsets, raw, tables, fast, fast_cp, ngram):  # pragma:
     pairs, tail_pairs, sigma_back, sigma_fwd, max_tokens = tables[6:]
     n_cp = len(cls)
     n_docs = len(offsets) - 1
-    ok = np.ones(n_docs, dtype=np.bool_)
+    ok = np.empty(n_docs, dtype=np.bool_)  # not np.ones: one overload less to compile
+    for i in range(n_docs):
+        ok[i] = True
     out_off = np.zeros(n_docs + 1, dtype=np.int64)
     out = np.empty(16 + (offsets[n_docs] - offsets[0]) // 2 + n_docs, dtype=np.uint64)
     tok = np.empty(0, dtype=np.uint64)
@@ -797,18 +835,87 @@ def unique_shingles(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray
     return _unique_per_doc(np.ascontiguousarray(hashes), np.ascontiguousarray(offsets))
 
 
+_SMALL_SORT = 16  # ranges up to this long are insertion-sorted
+
+
+@numba.njit(nogil=True, cache=True)
+def _sort_range(v, lo, hi, stack):  # pragma: no cover - compiled
+    """Sort ``v[lo:hi]`` in place (ascending): quicksort on a median of three, the smaller
+    side first and the larger on ``stack`` (at most 64 pairs: 128 entries), insertion sort
+    for short ranges.
+
+    Hand-written rather than ``np.sort``: numba's generic quicksort (its closures,
+    partition and comparison helpers) was most of a fresh machine's compile of
+    :func:`_unique_per_doc`; this is one small function and sorts as fast.
+    """
+    top = 0
+    while True:
+        while hi - lo > _SMALL_SORT:
+            mid = lo + (hi - lo) // 2
+            # median of three into v[mid], the smallest at v[lo], the largest at v[hi - 1]
+            if v[mid] < v[lo]:
+                v[mid], v[lo] = v[lo], v[mid]
+            if v[hi - 1] < v[mid]:
+                v[hi - 1], v[mid] = v[mid], v[hi - 1]
+                if v[mid] < v[lo]:
+                    v[mid], v[lo] = v[lo], v[mid]
+            pivot = v[mid]
+            i = lo
+            j = hi - 1
+            while True:  # Hoare: v[lo..i] <= pivot <= v[j..hi-1] after the scans
+                i += 1
+                while v[i] < pivot:
+                    i += 1
+                j -= 1
+                while pivot < v[j]:
+                    j -= 1
+                if i >= j:
+                    break
+                v[i], v[j] = v[j], v[i]
+            # v[lo:j+1] <= pivot <= v[j+1:hi]; push the larger side, go on with the smaller
+            if j + 1 - lo < hi - j - 1:
+                stack[top] = j + 1
+                stack[top + 1] = hi
+                hi = j + 1
+            else:
+                stack[top] = lo
+                stack[top + 1] = j + 1
+                lo = j + 1
+            top += 2
+        for k in range(lo + 1, hi):
+            x = v[k]
+            t = k
+            while t > lo and x < v[t - 1]:
+                v[t] = v[t - 1]
+                t -= 1
+            v[t] = x
+        if top == 0:
+            return
+        top -= 2
+        lo = stack[top]
+        hi = stack[top + 1]
+
+
 @numba.njit(nogil=True, cache=True)
 def _unique_per_doc(hashes, offsets):  # pragma: no cover - compiled
     n = len(offsets) - 1
     out = np.empty_like(hashes)
     out_off = np.zeros(n + 1, dtype=np.int64)
-    pos = 0
+    stack = np.empty(128, dtype=np.int64)
+    pos = np.int64(0)  # not 0: see _push_edge in .lsh
     for i in range(n):
-        seg = np.sort(hashes[offsets[i] : offsets[i + 1]])
-        for k in range(len(seg)):
-            if k == 0 or seg[k] != seg[k - 1]:
-                out[pos] = seg[k]
-                pos += 1
+        s = offsets[i]
+        m = offsets[i + 1] - s
+        # each document's hashes sorted where its distinct ones go, then compacted there
+        for k in range(m):
+            out[pos + k] = hashes[s + k]
+        _sort_range(out, pos, pos + m, stack)
+        w = pos
+        for k in range(pos, pos + m):
+            if k == pos or out[k] != out[w - 1]:
+                out[w] = out[k]
+                w += 1
+        pos = w
         out_off[i + 1] = pos
     return out[:pos], out_off
 
