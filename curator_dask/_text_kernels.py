@@ -235,7 +235,13 @@ def _same(data, s1, e1, s2, e2):  # type: ignore[no-untyped-def]
 
 @nb.njit(cache=True)
 def _intern_range(data, words, s, e, stamp, gen, starts, ends, ids, mask, next_id):  # type: ignore[no-untyped-def]
-    """Id of the byte string ``data[s:e]`` in a table; a new id (``next_id``) if unseen."""
+    """Id of the byte string ``data[s:e]`` in a table; a new id (``next_id``) if unseen.
+
+    Callers start their count at ``np.int64(0)``, not ``0``: numba types a call first with
+    the arguments' types as they are then, and a count still typed as the literal ``0``
+    compiles a second copy of the helper for a ``Literal[int](0)`` argument (half a second
+    of a fresh machine's compile per helper and caller).
+    """
     slot = np.int64(hash_bytes(data, words, s, e) & np.uint64(mask))
     while stamp[slot] == gen:
         if _same(data, s, e, starts[slot], ends[slot]):
@@ -329,9 +335,14 @@ def word_counts(offsets, data, flags):  # type: ignore[no-untyped-def]
 
 @nb.njit(cache=True)
 def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
-    """Character, word, line and paragraph counts of every document (see DOC_COLUMNS)."""
+    """Character, word, line and paragraph counts of every document (see DOC_COLUMNS),
+    row after row: ``out.reshape(n, len(DOC_COLUMNS))`` is the table.
+
+    Flat, not 2-D: the 2-D ``np.zeros`` overload is one more compile on a fresh machine
+    (half a second) for the same bytes.
+    """
     n = len(offsets) - 1
-    out = np.zeros((n, 21), np.int64)
+    out = np.zeros(n * 21, np.int64)
     size = 16
     stamp = np.zeros(size, np.int64)
     starts = np.zeros(size, np.int64)
@@ -438,7 +449,7 @@ def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
         ellipsis = 0
         bullets = 0
         paras = 0
-        next_id = 0
+        next_id = np.int64(0)  # not 0: see _intern_range
         in_para = False
         ls = s
         while ls <= e:
@@ -482,7 +493,7 @@ def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
                 in_para = False
             ls = le + 1
         gen += 1
-        next_id = 0
+        next_id = np.int64(0)
         unique_paras = 0
         para_chars = 0
         unique_para_chars = 0
@@ -496,28 +507,28 @@ def document_stats(offsets, data, words, flags):  # type: ignore[no-untyped-def]
                 next_id += 1
                 unique_paras += 1
                 unique_para_chars += nc
-        row = out[d]
-        row[0] = chars
-        row[1] = ws
-        row[2] = alnum
-        row[3] = digits
-        row[4] = n_words
-        row[5] = letter_words
-        row[6] = longest
-        row[7] = parens
-        row[8] = symbols
-        row[9] = url_chars
-        row[10] = lines
-        row[11] = unique_lines
-        row[12] = line_chars
-        row[13] = unique_line_chars
-        row[14] = no_end
-        row[15] = ellipsis
-        row[16] = bullets
-        row[17] = paras
-        row[18] = unique_paras
-        row[19] = para_chars
-        row[20] = unique_para_chars
+        r = 21 * d
+        out[r] = chars
+        out[r + 1] = ws
+        out[r + 2] = alnum
+        out[r + 3] = digits
+        out[r + 4] = n_words
+        out[r + 5] = letter_words
+        out[r + 6] = longest
+        out[r + 7] = parens
+        out[r + 8] = symbols
+        out[r + 9] = url_chars
+        out[r + 10] = lines
+        out[r + 11] = unique_lines
+        out[r + 12] = line_chars
+        out[r + 13] = unique_line_chars
+        out[r + 14] = no_end
+        out[r + 15] = ellipsis
+        out[r + 16] = bullets
+        out[r + 17] = paras
+        out[r + 18] = unique_paras
+        out[r + 19] = para_chars
+        out[r + 20] = unique_para_chars
     return out
 
 
@@ -538,14 +549,16 @@ def _intern_key(key, stamp, gen, keys, ids, mask, next_id):  # type: ignore[no-u
 def ngram_stats(offsets, data, words, flags, max_n):  # type: ignore[no-untyped-def]
     """Word n-gram repetition of every document, for n = 1 .. ``max_n``.
 
-    Returns an int64 matrix: column 0 holds the characters in words; for each n, column
+    Returns an int64 matrix, flat (row after row, ``1 + 2 * max_n`` columns: see
+    :func:`document_stats`): column 0 holds the characters in words; for each n, column
     ``2n - 1`` holds count x characters of the most frequent repeated n-gram (ties: the
     longer) and column ``2n`` the characters of the words covered by repeated n-grams.
     N-gram keys are pairs of the ids of the two overlapping (n-1)-grams, so an n-gram
     can only repeat where both do: most positions are settled without a table lookup.
     """
     n_docs = len(offsets) - 1
-    out = np.zeros((n_docs, 1 + 2 * max_n), np.int64)
+    width = 1 + 2 * max_n
+    out = np.zeros(n_docs * width, np.int64)
     cap = 16
     w_start = np.zeros(cap, np.int64)
     w_end = np.zeros(cap, np.int64)
@@ -601,7 +614,7 @@ def ngram_stats(offsets, data, words, flags, max_n):  # type: ignore[no-untyped-
         cum[0] = 0
         for j in range(m):
             cum[j + 1] = cum[j] + w_len[j]
-        out[d, 0] = cum[m]
+        out[d * width] = cum[m]
         need = _table_size(m)
         if need > size:
             size = need
@@ -617,7 +630,7 @@ def ngram_stats(offsets, data, words, flags, max_n):  # type: ignore[no-untyped-
             if positions <= 0:
                 break
             gen += 1
-            next_id = 0
+            next_id = np.int64(0)  # not 0: see _intern_range
             if n == 1:
                 for j in range(m):
                     got = _intern_range(
@@ -669,8 +682,8 @@ def ngram_stats(offsets, data, words, flags, max_n):  # type: ignore[no-untyped-
                                 cover_end = j + n
                 if j < cover_end:
                     covered += w_len[j]
-            out[d, 2 * n - 1] = best_count * best_chars
-            out[d, 2 * n] = covered
+            out[d * width + 2 * n - 1] = best_count * best_chars
+            out[d * width + 2 * n] = covered
             if best_count == 0:
                 break  # no n-gram repeats, so no longer one does: the rest stay 0
             for j in range(positions):

@@ -723,8 +723,9 @@ def document_measures(text: Any) -> pd.DataFrame:
     flags = _tables()["flags"]
 
     def compute(t: Any) -> pd.DataFrame:
+        columns = list(_text_kernels.DOC_COLUMNS)
         stats = _text_kernels.document_stats(*utf8_buffers(t), flags)
-        return pd.DataFrame(stats, columns=list(_text_kernels.DOC_COLUMNS))
+        return pd.DataFrame(stats.reshape(-1, len(columns)), columns=columns)
 
     return cached_measures(text, "document", compute)
 
@@ -778,9 +779,8 @@ def ngram_measures(text: Any, max_n: int = NGRAM_MAX_N) -> pd.DataFrame:
         columns += [f"top_{n}", f"duplicate_{n}"]
 
     def compute(t: Any) -> pd.DataFrame:
-        return pd.DataFrame(
-            _text_kernels.ngram_stats(*utf8_buffers(t), flags, levels), columns=columns
-        )
+        stats = _text_kernels.ngram_stats(*utf8_buffers(t), flags, levels)
+        return pd.DataFrame(stats.reshape(-1, len(columns)), columns=columns)
 
     return cached_measures(text, ("ngram", levels), compute)
 
