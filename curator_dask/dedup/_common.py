@@ -229,6 +229,30 @@ class DedupWorkflow:
                 held.enter_context(OutputLease(layout, run_id, lease_timeout(), what=what))
             yield
 
+    def _in_memory_reads(self, run: Run) -> tuple[Any, list[Any]] | None:
+        """``(read, specs)`` when this run keeps its partitions as pandas frames in this
+        process, without a dask dataframe: input files whose estimated in-memory size
+        (:func:`curator_dask.sizing.input_bytes`) is below ``curator.dedup.in-memory-below``,
+        no distributed client, the pandas backend. ``read(spec)`` reads the partition
+        ``spec`` of ``specs`` as the input frame's task does (the reader's
+        :meth:`~curator_dask.io.file_reader.FileReader.read_task`: the same partitions, the
+        same quarantine). None otherwise."""
+        from dask.utils import parse_bytes
+
+        from curator_dask import _backend, sizing
+
+        below = config.get("dedup.in-memory-below", None)
+        reader = run.input.reader()
+        if below is None or run.client is not None or not hasattr(reader, "read_task"):
+            return None
+        if _backend.backend_name() != "pandas":
+            return None
+        specs = reader.partitions(sizing.workers_of(None))  # as DedupInput.frame lists them
+        nbytes = sizing.input_bytes(reader, specs)
+        if not specs or nbytes is None or nbytes >= parse_bytes(str(below)):
+            return None
+        return reader.read_task(specs), specs
+
     def _begin(self, quarantine_step: str | None = None) -> Run:
         so = getattr(self, "storage_options", None)
         output = resolve_path(self.output_path)  # type: ignore[attr-defined]

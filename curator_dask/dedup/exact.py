@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import dask
 import numba
 import numpy as np
 import pandas as pd
@@ -35,6 +36,7 @@ from curator_dask.io.parquet_dir import (
     layout,
     parquet_files,
     read_parquet_dir,
+    read_part_frames,
     read_parts,
     release_arrow_memory,
     remove_tree,
@@ -215,6 +217,10 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         DedupResult
             Counts (``documents``, ``quarantined``, ``duplicate_groups``, ``removed``),
             ``seconds`` per step and ``paths``.
+
+        A small input of files runs in memory, without a dask dataframe
+        (``curator.dedup.in-memory-below``): the same partition functions on pandas frames,
+        the same outputs.
         """
         run = self._begin()
         so = run.storage_options
@@ -222,19 +228,39 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
         hdir = join(run.work_path, "hashes")
         # the removal reads the documents kept by the hash pass, not the input again
         ddir = join(run.work_path, "docs") if self.perform_removal and run.input.paths else None
+        in_memory = self._in_memory_reads(run)
         with run.reporter.step("hash"):
-            df = run.input.frame()
             if ddir is not None:
                 remove_tree(ddir, so)
-            n_docs = write_frame(self.hashes(df, ddir), hdir, run.reporter, "hash", so)
-        hashed = read_parquet_dir(hdir, so, self.hashes(df)._meta)
+            if in_memory is not None:  # the same partition function on each read partition
+                read, specs = in_memory
+                meta = read.meta
+                tasks = [
+                    dask.delayed(_hash_part)(
+                        dask.delayed(read, pure=False)(spec), self.text_column,
+                        self.id_column, self.hash_method, ddir, so if ddir else None,
+                        partition_info={"number": i},
+                    )
+                    for i, spec in enumerate(specs)
+                ]  # fmt: skip
+                hashes = run.reporter.compute(tasks, "hash")
+                n_docs = write_frame(hashes, hdir, None, "hash", so)
+            else:
+                df = run.input.frame()
+                meta = df._meta
+                n_docs = write_frame(self.hashes(df, ddir), hdir, run.reporter, "hash", so)
+        members: Any
+        if in_memory is not None:  # one partition holds every group: no shuffle
+            members = _groups_part(pd.concat(hashes, ignore_index=True), self.keep)
+        else:
+            members = self.members(read_parquet_dir(hdir, so, self.hashes(df)._meta))
         docs = None
         if ddir is not None:
-            meta = df._meta.assign(_uid=pd.Series([], dtype="int64"))
-            docs = read_parts(parquet_files(ddir, so), meta, so)
-        result = self._finish(
-            run, self.members(hashed), n_docs, run.work_path, documents_frame=docs
-        )
+            read_docs = read_part_frames if in_memory is not None else read_parts
+            docs = read_docs(
+                parquet_files(ddir, so), meta.assign(_uid=pd.Series([], dtype="int64")), so
+            )
+        result = self._finish(run, members, n_docs, run.work_path, documents_frame=docs)
         remove_tree(run.work_path, so)
         fs, parent = get_fs(run.work_path.rsplit("/", 1)[0], so)
         if fs.isdir(parent) and not fs.ls(parent):

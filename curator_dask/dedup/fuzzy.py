@@ -500,26 +500,14 @@ class FuzzyDeduplicationWorkflow(FuzzyParams, DedupWorkflow):
 
     def _runs_in_memory(self) -> bool:
         """Whether this run keeps its steps' partitions as pandas frames in this process
-        (no dask dataframe): input files whose estimated in-memory size
-        (:func:`curator_dask.sizing.input_bytes`) is below ``curator.dedup.in-memory-below``,
-        without a distributed client, on the CPU. The steps call the same partition
-        functions on the same partitions and write the same step cache and outputs; only
-        the shuffles (one partition holds everything) and the graphs are left out."""
-        from dask.utils import parse_bytes
-
-        run = self._run()
-        below = config.get("dedup.in-memory-below", None)
-        reader = run.input.reader()
-        if below is None or run.client is not None or not hasattr(reader, "read_task"):
+        (:meth:`~curator_dask.dedup._common.DedupWorkflow._in_memory_reads`; not with
+        signatures on the GPU). The steps call the same partition functions on the same
+        partitions and write the same step cache and outputs; only the shuffles (one
+        partition holds everything) and the graphs are left out."""
+        if minhash_devices()[0] == "gpu":
             return False
-        if minhash_devices()[0] == "gpu" or _backend.backend_name() != "pandas":
-            return False
-        specs = reader.partitions(sizing.workers_of(None))  # as DedupInput.frame lists them
-        nbytes = sizing.input_bytes(reader, specs)
-        if nbytes is None or nbytes >= parse_bytes(str(below)):
-            return False
-        self._in_memory = (reader.read_task(specs), specs)
-        return True
+        self._in_memory = self._in_memory_reads(self._run())
+        return self._in_memory is not None
 
     def _input_parts(self) -> list[Any]:
         """The input's partitions as dask delayed objects: the frame's, or in an in-memory run

@@ -1,4 +1,4 @@
-"""A small fuzzy dedup runs its steps on pandas frames in one process (below
+"""A small fuzzy or exact dedup runs its steps on pandas frames in one process (below
 ``curator.dedup.in-memory-below``): no dask dataframe, the same step functions, step cache,
 outputs and accounting as the dask path."""
 
@@ -14,7 +14,7 @@ import dask.config
 import pyarrow.dataset as ds
 import pytest
 
-from curator_dask.dedup import FuzzyDeduplicationWorkflow
+from curator_dask.dedup import ExactDeduplicationWorkflow, FuzzyDeduplicationWorkflow
 from curator_dask.dedup._runtime import DedupResult
 from curator_dask.io import QuarantineWarning
 
@@ -58,7 +58,9 @@ def _workflow(src: Path, tmp_path: Path, name: str, **kw: object) -> FuzzyDedupl
     )
 
 
-def _run(wf: FuzzyDeduplicationWorkflow, reads: bool = True) -> DedupResult:
+def _run(
+    wf: FuzzyDeduplicationWorkflow | ExactDeduplicationWorkflow, reads: bool = True
+) -> DedupResult:
     """``wf.run()``; when it ``reads`` the input, the bad line is warned of."""
     if not reads:
         return wf.run()
@@ -66,14 +68,18 @@ def _run(wf: FuzzyDeduplicationWorkflow, reads: bool = True) -> DedupResult:
         return wf.run()
 
 
-def test_a_small_fuzzy_dedup_command_imports_no_dask_dataframe(tmp_path: Path, src: Path) -> None:
+@pytest.mark.parametrize("command", ["fuzzy-dedup", "exact-dedup"])
+def test_a_small_dedup_command_imports_no_dask_dataframe(
+    tmp_path: Path, src: Path, command: str
+) -> None:
     """Nor curator's metrics, which nothing reads without --metrics-port or a cluster."""
     out = tmp_path / "out"
+    cache = ["--cache-dir", str(tmp_path / "cache")] if command == "fuzzy-dedup" else []
+    args = [command, str(src), "--output", str(out), *cache, "--perform-removal", "--json", "-q"]
     code = (
         "import json, sys\n"
         "from curator_dask.cli import main\n"
-        f"args = ['fuzzy-dedup', {str(src)!r}, '--output', {str(out)!r}, '--cache-dir',"
-        f" {str(tmp_path / 'cache')!r}, '--perform-removal', '--json', '-q']\n"
+        f"args = {args!r}\n"
         "assert main(args) == 0\n"
         "mods = ('dask.dataframe', 'dask.array', 'distributed', 'prometheus_client')\n"
         "print(json.dumps([m for m in mods if m in sys.modules]))\n"
@@ -151,3 +157,33 @@ def test_an_interrupted_in_memory_run_resumes_from_its_cache(
         _run(fresh)
     assert _ids(tmp_path / "out" / "removed_ids") == _ids(tmp_path / "fresh" / "removed_ids")
     assert result["removed"] == resumed["removed"] == len(_ids(tmp_path / "fresh" / "removed_ids"))
+
+
+def test_exact_in_memory_and_dask_paths_write_the_same_outputs(
+    tmp_path: Path, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (src / "shard-0.jsonl").write_text((src / "shard-0.jsonl").read_text() * 2)
+
+    def workflow(name: str) -> ExactDeduplicationWorkflow:
+        return ExactDeduplicationWorkflow(
+            input_path=str(src),
+            output_path=str(tmp_path / name),
+            perform_removal=True,
+            duplicate_groups=True,
+        )
+
+    def shuffled(*args: object) -> None:
+        raise AssertionError("the dask path's shuffle")
+
+    with monkeypatch.context() as m:  # the small run shuffles nothing
+        m.setattr(ExactDeduplicationWorkflow, "members", shuffled)
+        got = _run(workflow("small"))
+    with dask.config.set(DASK_PATH):
+        ref = _run(workflow("ref"))
+    for name in ("removed_ids", "duplicate_groups"):
+        assert _groups(tmp_path / "small" / name) == _groups(tmp_path / "ref" / name)
+    assert _ids(tmp_path / "small" / "deduplicated") == _ids(tmp_path / "ref" / "deduplicated")
+    for key in ("documents", "removed", "kept", "duplicate_groups", "quarantined"):
+        assert got[key] == ref[key], key
+    assert got["removed"] >= 100  # shard-0's 100 documents twice
+    assert got["kept"] + got["removed"] + got["quarantined"] == 401
