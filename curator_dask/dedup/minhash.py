@@ -17,7 +17,9 @@ The pipeline from raw text to a signature is three steps, each a pure function:
    ``num_hashes`` hash functions. 32-bit (default): ``h_j(x) = (a_j * x + b_j) >> 32`` with
    ``x`` the 32-bit fold of the shingle hash and random 64-bit ``a_j, b_j`` (multiply-add-shift,
    a 2-independent family). 64-bit: ``h_j(x) = fmix64(x ^ s_j)``. A document without shingles
-   gets the all-``max`` signature and is never a candidate (see :mod:`.lsh`).
+   gets the all-``max`` signature and is never a candidate (see :mod:`.lsh`). A document's
+   repeated shingles are skipped while repeats are common in its partition (``_source``):
+   the same minimum for fewer passes over the permutations.
 
 The word tokenizer applies the normalisation itself, in numba: ASCII bytes directly (NFKC is
 the identity on ASCII), other code points through per-code-point tables built from
@@ -677,6 +679,82 @@ def _fold_block(hashes, p, end, xs):  # pragma: no cover - compiled
     return nb
 
 
+_FIB = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: a table slot from a key's top bits
+_DISTINCT_MAX = 1 << 16  # a document with more shingles is not de-duplicated (table memory)
+
+
+@numba.njit(inline="always")
+def _distinct_table(offsets):  # pragma: no cover - compiled
+    """``(keys, stamps, distinct)`` for :func:`_distinct`: tables of 4x the largest document
+    de-duplicated (a power of two), and room for its distinct values."""
+    longest = 0
+    for i in range(len(offsets) - 1):
+        n = offsets[i + 1] - offsets[i]
+        if longest < n <= _DISTINCT_MAX:
+            longest = n
+    size = 4
+    while size < 4 * longest:
+        size *= 2
+    return (
+        np.empty(size, dtype=np.uint64),
+        np.zeros(size, dtype=np.int64),
+        np.empty(max(longest, 1), dtype=np.uint64),
+    )
+
+
+@numba.njit(nogil=True)  # not inlined: the kernels' loops stay as small as they were
+def _distinct(hashes, start, end, fold, keys, stamps, stamp, out):  # pragma: no cover - compiled
+    """Write the distinct values of ``hashes[start:end]`` (their 32-bit folds when ``fold``)
+    to ``out`` in first-seen order; return how many.
+
+    A minimum over a document's shingles is the same over its distinct shingles, and text
+    repeats itself (a sentence, a boilerplate line): each repeat skipped saves a pass over
+    all the permutations, for one probe of a small open-addressing table. The table is not
+    cleared between documents: a slot belongs to this document when its stamp is ``stamp``
+    (distinct per document). At most a quarter full, so a probe seldom goes past one slot.
+    """
+    n = end - start
+    bits = 2
+    while (1 << bits) < 4 * n:
+        bits += 1
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    nu = 0
+    for p in range(start, end):
+        x = hashes[p]
+        if fold:
+            x = (x ^ (x >> _S32)) & np.uint64(0xFFFFFFFF)
+        slot = np.int64((x * _FIB) >> shift)
+        while stamps[slot] == stamp and keys[slot] != x:
+            slot = (slot + 1) & mask
+        out[nu] = x  # kept (counted) only when new: no branch on it
+        nu += np.int64(stamps[slot] != stamp)
+        keys[slot] = x
+        stamps[slot] = stamp
+    return nu
+
+
+@numba.njit(inline="always")
+def _source(hashes, offsets, i, fold, keys, stamps, distinct, tally):  # pragma: no cover
+    """``(values, start, end)``: the shingles of document ``i`` the kernels take.
+
+    Its distinct shingles (:func:`_distinct`) while de-duplicating pays: for every
+    document until repeats prove rare among the shingles de-duplicated so far (``tally``:
+    shingles seen, repeats found; under one in eight), then for every 64th, to keep
+    watching. Otherwise, and for a document of more than ``_DISTINCT_MAX`` shingles, its
+    shingles as given. Either way the same minimums. The 32-bit fold is idempotent, so
+    folded values may be folded again by the block loads.
+    """
+    start, end = offsets[i], offsets[i + 1]
+    n = end - start
+    if n > _DISTINCT_MAX or ((i & 63) != 0 and 8 * tally[1] < tally[0]):
+        return hashes, start, end
+    nu = _distinct(hashes, start, end, fold, keys, stamps, i + 1, distinct)
+    tally[0] += n
+    tally[1] += n - nu
+    return distinct, 0, nu
+
+
 @numba.njit(nogil=True, cache=True)
 def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
     # The minimum of (a_j * x + b_j) mod 2^64 over the shingles, shifted right by 32 once at
@@ -695,13 +773,14 @@ def _minhash32(hashes, offsets, a, b):  # pragma: no cover - compiled
     sig = np.empty((n_docs, k), dtype=np.uint32)
     buf = np.empty(k_pad, dtype=np.uint64)
     xs = np.empty(_BLOCK, dtype=np.uint64)
+    keys, stamps, distinct = _distinct_table(offsets)
+    tally = np.zeros(2, dtype=np.int64)
     for i in range(n_docs):
-        start, end = offsets[i], offsets[i + 1]
+        src, p, end = _source(hashes, offsets, i, True, keys, stamps, distinct, tally)
         for j in range(k_pad):
             buf[j] = U64_MAX
-        p = start
         while p < end:
-            nb = _fold_block(hashes, p, end, xs)
+            nb = _fold_block(src, p, end, xs)
             for j in range(k_pad):
                 m = buf[j]
                 for q in range(_BLOCK):
@@ -738,13 +817,14 @@ def _minhash32_split(hashes, offsets, a, b):  # pragma: no cover - compiled
     sig = np.empty((n_docs, k), dtype=np.uint32)
     buf = np.empty(k_pad, dtype=np.uint32)
     xs = np.empty(_BLOCK, dtype=np.uint32)
+    keys, stamps, distinct = _distinct_table(offsets)
+    tally = np.zeros(2, dtype=np.int64)
     for i in range(n_docs):
-        start, end = offsets[i], offsets[i + 1]
+        src, p, end = _source(hashes, offsets, i, True, keys, stamps, distinct, tally)
         for j in range(k_pad):
             buf[j] = U32_MAX
-        p = start
         while p < end:
-            nb = _fold_block(hashes, p, end, xs)
+            nb = _fold_block(src, p, end, xs)
             for j in range(k_pad):
                 m = buf[j]
                 for q in range(_BLOCK):
@@ -781,15 +861,16 @@ def _minhash64(hashes, offsets, s):  # pragma: no cover - compiled
     sig = np.empty((n_docs, k), dtype=np.uint64)
     buf = np.empty(k_pad, dtype=np.uint64)
     xs = np.empty(_BLOCK, dtype=np.uint64)
+    keys, stamps, distinct = _distinct_table(offsets)
+    tally = np.zeros(2, dtype=np.int64)
     for i in range(n_docs):
-        start, end = offsets[i], offsets[i + 1]
+        src, p, end = _source(hashes, offsets, i, False, keys, stamps, distinct, tally)
         for j in range(k_pad):
             buf[j] = U64_MAX
-        p = start
         while p < end:
             nb = min(_BLOCK, end - p)
             for q in range(nb):
-                xs[q] = hashes[p + q]
+                xs[q] = src[p + q]
             for q in range(nb, _BLOCK):
                 xs[q] = xs[0]
             for j in range(k_pad):

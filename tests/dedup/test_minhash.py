@@ -260,3 +260,78 @@ def test_kernels_ask_for_wide_vectors():
         fresh(hashes, offsets, *args)
         ir = "".join(fresh.inspect_llvm().values())
         assert '"prefer-vector-width"="512"' in ir
+
+
+def test_distinct_keeps_each_value_once_in_first_seen_order():
+    """The kernels' per-document de-duplication: values (or their 32-bit folds) once each,
+    in first-seen order; the table is shared by the documents, told apart by stamps."""
+    from curator_dask.dedup.minhash import _distinct
+
+    rng = np.random.default_rng(4)
+    pool = rng.integers(0, 2**64 - 1, size=40, dtype=np.uint64, endpoint=True)
+    # equal 32-bit folds, different values: one value with fold, two without
+    twins = np.array([0x0000000100000001, 0x0000000200000002, 0, 2**64 - 1], dtype=np.uint64)
+    docs = [pool[rng.integers(0, 40, size=120)], np.concatenate([twins, pool[:5], twins]), pool]
+    hashes = np.concatenate(docs)
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+    keys = np.empty(512, dtype=np.uint64)  # room for 4x the longest document
+    stamps = np.zeros(512, dtype=np.int64)
+    for fold in (False, True):
+        for i, doc in enumerate(docs):
+            out = np.empty(len(doc), dtype=np.uint64)
+            n = _distinct(hashes, offsets[i], offsets[i + 1], fold, keys, stamps, i + 1, out)
+            vals = [int(h) for h in doc]
+            if fold:
+                vals = [(h ^ (h >> 32)) & 0xFFFFFFFF for h in vals]
+            assert out[:n].tolist() == list(dict.fromkeys(vals))
+        stamps[:] = 0
+
+
+def test_kernels_deduplicate_while_repeats_are_common():
+    """Each document's distinct shingles while repeats are common among those seen; its
+    shingles as given (every 64th still checked) once they are rare, and for a document
+    longer than the table takes."""
+    from curator_dask.dedup.minhash import _DISTINCT_MAX, _distinct_table, _source
+
+    rng = np.random.default_rng(5)
+    unique = [rng.integers(0, 2**63, size=50).astype(np.uint64) for _ in range(70)]
+    repeated = [np.tile(rng.integers(0, 2**63, size=10).astype(np.uint64), 5) for _ in range(20)]
+
+    def taken(docs):
+        hashes = np.concatenate(docs)
+        offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+        keys, stamps, distinct = _distinct_table(offsets)
+        tally = np.zeros(2, dtype=np.int64)
+        # de-duplicated: its values come from the kernel's buffer of distinct shingles
+        return [
+            _source(hashes, offsets, i, True, keys, stamps, distinct, tally)[0].ctypes.data
+            == distinct.ctypes.data
+            for i in range(len(docs))
+        ]
+
+    # repeats common: every document de-duplicated
+    assert all(taken(repeated))
+    # no repeats: the first document and every 64th only
+    assert [i for i, d in enumerate(taken(unique)) if d] == [0, 64]
+    long = np.arange(_DISTINCT_MAX + 1, dtype=np.uint64)
+    assert taken([long, long[:10]]) == [False, True]
+
+
+@pytest.mark.parametrize("use_64", [False, True])
+def test_kernel_equals_numpy_reference_across_the_deduplication_switch(use_64, kernel32):
+    """Documents without repeats (de-duplication stops), then with many (it resumes), and
+    one longer than the table takes: the same signatures as the reference."""
+    from curator_dask.dedup.minhash import _DISTINCT_MAX
+
+    rng = np.random.default_rng(6)
+    docs = [rng.integers(0, 2**64 - 1, size=30, dtype=np.uint64, endpoint=True) for _ in range(20)]
+    docs += [np.tile(rng.integers(0, 2**64 - 1, size=7, dtype=np.uint64), 9) for _ in range(20)]
+    docs.append(rng.integers(0, 2**64 - 1, size=_DISTINCT_MAX + 3, dtype=np.uint64))
+    docs.append(np.zeros(5, dtype=np.uint64))
+    hashes = np.concatenate(docs)
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+    perms = minhash_permutations(9, seed=8, use_64_bit_hash=use_64)
+    np.testing.assert_array_equal(
+        minhash_signatures(hashes, offsets, perms, use_64),
+        ref_minhash(hashes, offsets, perms, use_64),
+    )
