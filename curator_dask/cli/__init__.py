@@ -212,6 +212,41 @@ def _end_bar() -> None:
         end_bar(sys.stderr)
 
 
+#: Commands that run no code of the user's: the program may end without the interpreter's
+#: teardown once one has returned (:func:`console_main`).
+_QUICK_EXIT = ("exact-dedup", "fuzzy-dedup")
+#: The commands :func:`main` ran that returned (not raised).
+_returned: list[str] = []
+
+
+def console_main() -> None:
+    """The ``curator-dask`` program (and ``python -m curator_dask.cli``): :func:`main`, exit.
+
+    After a command of :data:`_QUICK_EXIT` returned, the process ends as the interpreter's
+    exit would, up to its teardown of the modules: the other non-daemon threads are joined
+    (a thread pool's workers), the ``atexit`` functions run (logging's flush and close,
+    temporary directories), stdout and stderr are flushed, and ``os._exit`` ends it with the
+    command's status. The teardown it leaves out frees pandas', pyarrow's and numba's
+    objects one by one (0.2-0.4 CPU-s of a 2,000-document ``fuzzy-dedup``, for memory the
+    system takes back at once). Any other command, or a failed one, exits as usual.
+    """
+    code = main()
+    if _returned and _returned[-1] in _QUICK_EXIT:
+        import atexit
+        import os
+        import threading
+
+        shutdown = getattr(threading, "_shutdown", None)  # what the interpreter's exit calls
+        if shutdown is not None:
+            shutdown()
+            atexit._run_exitfuncs()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):  # a closed pipe: as the usual exit
+                    stream.flush()
+            os._exit(code)
+    sys.exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``curator-dask``; returns the exit status.
 
@@ -237,7 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             require(("prometheus_client",), "curator_dask[monitoring]", "--metrics-port")
         with _metrics_server(args):
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+        _returned.append(str(getattr(args, "command", "")))
+        return code
     except KeyboardInterrupt as e:
         _end_bar()
         if debug:

@@ -1,8 +1,6 @@
 """``python -m curator_dask.cli``: the ``curator-dask`` command."""
 
-import sys
-
-from curator_dask.cli import main
+from curator_dask.cli import console_main
 
 if __name__ == "__main__":  # importing it (a module walk, doctests) runs nothing
-    sys.exit(main())
+    console_main()
