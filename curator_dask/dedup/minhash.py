@@ -912,8 +912,11 @@ def minhash_signatures(
 
 
 def unique_shingles(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sort and de-duplicate each document's shingle hashes (for exact Jaccard)."""
-    return _unique_per_doc(np.ascontiguousarray(hashes), np.ascontiguousarray(offsets))
+    """Sort and de-duplicate each document's shingle hashes (uint64, for exact Jaccard)."""
+    return _unique_per_doc(
+        np.ascontiguousarray(hashes, dtype=np.uint64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+    )
 
 
 _SMALL_SORT = 16  # ranges up to this long are insertion-sorted
@@ -977,20 +980,65 @@ def _sort_range(v, lo, hi, stack):  # pragma: no cover - compiled
         hi = stack[top + 1]
 
 
+_CROWDED = 32  # a bucket with more values than this: the range is quicksorted instead
+
+
 @numba.njit(nogil=True, cache=True)
 def _unique_per_doc(hashes, offsets):  # pragma: no cover - compiled
+    # Each document's hashes are sorted where its distinct ones go, then compacted there.
+    # Shingle hashes are uniform 64-bit values: a counting pass on their top bits (about one
+    # value per bucket) puts them almost in order and one insertion pass finishes the sort,
+    # a linear sort without the mispredicted compares of a quicksort. Values that crowd a
+    # bucket (not uniform) go to _sort_range.
     n = len(offsets) - 1
-    out = np.empty_like(hashes)
+    longest = 0
+    for i in range(n):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    out = np.empty(len(hashes), dtype=np.uint64)
     out_off = np.zeros(n + 1, dtype=np.int64)
     stack = np.empty(128, dtype=np.int64)
+    tmp = np.empty(longest, dtype=np.uint64)
+    count = np.empty(2 * longest + 2, dtype=np.int64)
     pos = np.int64(0)  # not 0: see _push_edge in .lsh
     for i in range(n):
         s = offsets[i]
         m = offsets[i + 1] - s
-        # each document's hashes sorted where its distinct ones go, then compacted there
         for k in range(m):
             out[pos + k] = hashes[s + k]
-        _sort_range(out, pos, pos + m, stack)
+        if m > _SMALL_SORT:
+            bits = 1
+            while (1 << bits) < m:
+                bits += 1
+            shift = np.uint64(64 - bits)
+            buckets = 1 << bits
+            for t in range(buckets + 1):
+                count[t] = 0
+            crowded = False
+            for k in range(pos, pos + m):
+                t = np.int64(out[k] >> shift) + 1
+                count[t] += 1
+                if count[t] > _CROWDED:
+                    crowded = True
+            if crowded:
+                _sort_range(out, pos, pos + m, stack)
+            else:
+                for t in range(buckets):
+                    count[t + 1] += count[t]
+                for k in range(pos, pos + m):
+                    x = out[k]
+                    t = np.int64(x >> shift)
+                    tmp[count[t]] = x
+                    count[t] += 1
+                for k in range(m):
+                    out[pos + k] = tmp[k]
+        # an insertion pass: the whole sort of a short range, the last step of a bucketed one
+        for k in range(pos + 1, pos + m):
+            x = out[k]
+            t = k
+            while t > pos and x < out[t - 1]:
+                out[t] = out[t - 1]
+                t -= 1
+            out[t] = x
         w = pos
         for k in range(pos, pos + m):
             if k == pos or out[k] != out[w - 1]:
