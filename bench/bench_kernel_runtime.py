@@ -1,0 +1,146 @@
+"""Run time of the per-document kernels against another checkout's, in one process.
+
+A change that makes a kernel compile faster must not make it run slower. This loads the
+kernel modules of ``--baseline DIR`` (another checkout, e.g. ``git worktree add --detach
+/tmp/base main``) beside this checkout's and calls each kernel of both on the same arrays
+(the shipped sample's first ``--docs`` documents), interleaved, ``--repeat`` times; the
+results must be equal (compared flat). Times are CPU seconds of this process; pin it to one
+core (``taskset -c 1``) on a shared box.
+
+Usage::
+
+    taskset -c 1 python bench/bench_kernel_runtime.py --baseline DIR [--repeat 21]
+
+Prints a table and writes ``bench/results/bench_kernel_runtime.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    from curator_dask import _text_kernels as kernels
+    from curator_dask import text as text_kit
+    from curator_dask.dedup import minhash
+    from curator_dask.demo import SAMPLE
+
+    old_minhash = _load("base_minhash", base / "curator_dask" / "dedup" / "minhash.py")
+    old_kernels = _load("base_text_kernels", base / "curator_dask" / "_text_kernels.py")
+    with gzip.open(SAMPLE, "rt") as f:
+        texts = [json.loads(line)["text"] for line in f][:docs]
+    series = pd.Series(texts, dtype=object)
+    hashes, offsets = minhash.shingle_hashes(series, 5)
+    offs, data, words = text_kit.utf8_buffers(series)
+    flags = text_kit._tables()["flags"]
+    args = (offs, data, words, flags)
+    return {
+        "document_stats": (
+            lambda: old_kernels.document_stats(*args),
+            lambda: kernels.document_stats(*args),
+        ),
+        "ngram_stats": (
+            lambda: old_kernels.ngram_stats(*args, 10),
+            lambda: kernels.ngram_stats(*args, 10),
+        ),
+        "_unique_per_doc": (
+            lambda: old_minhash._unique_per_doc(hashes, offsets),
+            lambda: minhash._unique_per_doc(hashes, offsets),
+        ),
+    }
+
+
+def _flat(result: Any) -> list[np.ndarray]:
+    parts = result if isinstance(result, tuple) else (result,)
+    return [np.asarray(p).ravel() for p in parts]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baseline", type=Path, required=True, help="another checkout")
+    ap.add_argument("--repeat", type=int, default=21)
+    ap.add_argument("--docs", type=int, default=4000, help="sample documents")
+    ap.add_argument("--out", type=Path, default=RESULTS / "bench_kernel_runtime.json")
+    args = ap.parse_args(argv)
+    results: dict[str, Any] = {}
+    print(
+        f"\n{'kernel':<18}{'base min ms':>12}{'base med':>10}{'this min':>10}{'this med':>10}"
+        f"{'min x':>8}{'med x':>8}"
+    )
+    for name, (base, this) in _cases(args.baseline.resolve(), args.docs).items():
+        got, want = _flat(this()), _flat(base())  # compiled or loaded; equal results
+        assert len(got) == len(want)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+        t_base, t_this = [], []
+        for _ in range(args.repeat):
+            t = time.process_time()
+            base()
+            t_base.append(time.process_time() - t)
+            t = time.process_time()
+            this()
+            t_this.append(time.process_time() - t)
+        r = {
+            "baseline_min_ms": 1e3 * min(t_base),
+            "baseline_median_ms": 1e3 * statistics.median(t_base),
+            "this_min_ms": 1e3 * min(t_this),
+            "this_median_ms": 1e3 * statistics.median(t_this),
+        }
+        r["ratio_min"] = r["this_min_ms"] / r["baseline_min_ms"]
+        r["ratio_median"] = r["this_median_ms"] / r["baseline_median_ms"]
+        results[name] = r
+        print(
+            f"{name:<18}{r['baseline_min_ms']:>12.1f}{r['baseline_median_ms']:>10.1f}"
+            f"{r['this_min_ms']:>10.1f}{r['this_median_ms']:>10.1f}"
+            f"{r['ratio_min']:>8.3f}{r['ratio_median']:>8.3f}"
+        )
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(
+            {
+                "machine": platform.platform(),
+                "load_1min": load,
+                "baseline": str(args.baseline),
+                "repeat": args.repeat,
+                "docs": args.docs,
+                "results": results,
+            },
+            f,
+            indent=2,
+        )
+    print(f"results: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
