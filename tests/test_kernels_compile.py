@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _CHILD = """
 import json, os, sys, time
 import numpy as np
-from curator_dask.dedup.lsh import _verify_anchors
+from curator_dask.dedup.lsh import _push_edge, _verify_anchors
 open(sys.argv[1] + ".ready", "w").close()
 while not os.path.exists(sys.argv[2]):
     time.sleep(0.01)
@@ -23,7 +23,8 @@ i64 = np.array([0, 2], dtype=np.int64)
 _verify_anchors(i64, i64 + 2, np.arange(4, dtype=np.uint64), i64, i64 + 1, 0.8, 4)
 stats = _verify_anchors.stats
 misses, hits = sum(stats.cache_misses.values()), sum(stats.cache_hits.values())
-print(json.dumps({"misses": misses, "hits": hits}))
+helper = [str(sig) for sig in _push_edge.overloads]  # typed by the compile, not a load
+print(json.dumps({"misses": misses, "hits": hits, "push_edge": helper}))
 """
 
 
@@ -57,3 +58,10 @@ def test_processes_that_start_together_compile_a_kernel_once(tmp_path: Path) -> 
         stats.append(json.loads(out.strip().splitlines()[-1]))
     assert sum(s["misses"] for s in stats) == 1, stats  # one compiled it
     assert sum(s["hits"] for s in stats) == 2, stats  # the others loaded it
+    # its helper compiled once, for int64: not again for a count still typed as literal 0
+    assert [s["push_edge"] for s in stats if s["misses"]] == [
+        [
+            "(Array(int64, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, "
+            "aligned=True), int64, int64, int64)"
+        ]
+    ], stats

@@ -36,12 +36,10 @@ class Seen(ev.Listener):
 ev.register("numba:compile", Seen())
 from curator_dask.dedup import minhash
 from curator_dask.dedup.components import components_in_memory
-from curator_dask.dedup.lsh import verify_buckets
 
 hashes = np.array([9, 3, 3, 7, 1, 5, 5, 2], dtype=np.uint64)
 sets, offsets = minhash.unique_shingles(hashes, np.array([0, 5, 8], dtype=np.int64))
 assert sets.tolist() == [1, 3, 7, 9, 2, 5], sets
-verify_buckets(np.array([4, 4], dtype=np.int64), sets, offsets, 0.5, max_anchors=4)
 components_in_memory(np.array([1, 2], dtype=np.int64), np.array([2, 3], dtype=np.int64))
 assert minhash._is_pair(np.array([5, 9], dtype=np.int64), 0, 9)
 print(json.dumps(compiled))
@@ -66,9 +64,9 @@ def test_dedup_kernels_compile_once_each_without_numbas_sort(tmp_path: Path) -> 
     assert not [n for n in names if "quicksort" in n or "searchsorted" in n], names
     ours = [(n, sig) for n, sig in compiled if n.startswith("curator_dask.")]
     assert "curator_dask.dedup.minhash._sort_range" in names
-    assert "curator_dask.dedup.lsh._push_edge" in names
     # each of our kernels and helpers compiles for one signature: no second copy for a
-    # count typed as the literal 0, none for int32 beside int64 slots
+    # count typed as the literal 0 (lsh._push_edge: tests/test_kernels_compile.py), none
+    # for int32 beside int64 slots
     twice = [n for n, k in Counter(n for n, _ in ours).items() if k > 1]
     assert not twice, ours
     assert not [s for _, s in ours if any("Literal" in t for t in s)], ours
