@@ -61,6 +61,14 @@ def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable
     offs, data, words = text_kit.utf8_buffers(series)
     flags = text_kit._tables()["flags"]
     args = (offs, data, words, flags)
+    seen: list[tuple[Any, ...]] = []  # word_list_counts' arrays, as text.py builds them
+    counted = kernels.word_list_counts
+    kernels.word_list_counts = lambda *a: seen.append(a) or counted(*a)
+    try:
+        text_kit.word_list_counts(series, {"the", "be", "to", "of", "and"}, ".,;:!?\"'()")
+    finally:
+        kernels.word_list_counts = counted
+    words_args = seen[0]
     return {
         "document_stats": (
             lambda: old_kernels.document_stats(*args),
@@ -69,6 +77,10 @@ def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable
         "ngram_stats": (
             lambda: old_kernels.ngram_stats(*args, 10),
             lambda: kernels.ngram_stats(*args, 10),
+        ),
+        "word_list_counts": (
+            lambda: old_kernels.word_list_counts(*words_args),
+            lambda: kernels.word_list_counts(*words_args),
         ),
         "_unique_per_doc": (
             lambda: old_minhash._unique_per_doc(hashes, offsets),

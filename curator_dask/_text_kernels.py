@@ -721,14 +721,16 @@ def word_list_counts(offsets, data, strip, lower, k1s, k2s):  # type: ignore[no-
                 i += k
             a = ws_
             b = i
+            # the ends' punctuation: a call to the decoder, not two more inlined copies
+            # (once or twice a word; see _decode_call)
             while a < b:
-                cp, k = _decode(data, a)
+                cp, k = _decode_call(data, a)
                 if not strip[cp]:
                     break
                 a += k
             while b > a:
                 j = _prev_start(data, b)
-                cp, _ = _decode(data, j)
+                cp, _ = _decode_call(data, j)
                 if not strip[cp]:
                     break
                 b = j
