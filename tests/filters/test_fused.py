@@ -47,7 +47,9 @@ def _assert_identical(text: pd.Series, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_fused_equals_vectorised_on_the_sample(sample_records, monkeypatch):
-    text = pd.Series([r["text"] for r in sample_records])
+    # every fourth document (1,001, from every source of the sample): the vectorised
+    # reference takes 15 CPU-s on all 4,004, and the random texts below cover the edges
+    text = pd.Series([r["text"] for r in sample_records[::4]])
     _assert_identical(text, monkeypatch)
 
 
