@@ -254,7 +254,8 @@ def test_anchored_check_cost_is_linear_in_bucket_size():
     rng = np.random.default_rng(0)
     # one bucket of k mutually dissimilar documents: the exhaustive check needs k(k-1)/2
     k = 300
-    texts = pd.Series([" ".join(rng.choice([f"t{i}" for i in range(10**5)], 40)) for _ in range(k)])
+    vocab = np.array([f"t{i}" for i in range(10**5)])  # built once: the same draws
+    texts = pd.Series([" ".join(rng.choice(vocab, 40)) for _ in range(k)])
     sets, off = unique_shingles(*shingle_hashes(texts, 3, "word", "simple"))
     bucket = np.zeros(k, dtype=np.int64)
     _, _, n_all = verify_buckets(bucket, sets, off, 0.8)
