@@ -13,9 +13,10 @@ GiB = 2**30
 
 def _one_file(tmp_path: Path, size: int) -> Path:
     line = '{"id": "%07d", "text": "' + "w " * 60 + '"}\n'
-    lines, n = [], 0
-    while sum(map(len, lines)) < size:
+    lines, n, total = [], 0, 0
+    while total < size:
         lines.append(line % n)
+        total += len(lines[-1])
         n += 1
     (tmp_path / "in.jsonl").write_text("".join(lines))
     return tmp_path / "in.jsonl"
