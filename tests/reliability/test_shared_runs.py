@@ -1,9 +1,10 @@
 """Two dedup runs at once on one cache directory or one output (issue 21).
 
-The first run is a real process that holds its leases for a while (its input partitions
-sleep); the second is ``curator-dask fuzzy-dedup`` started while the first runs. The second
-is refused naming the first; the first's result equals a quiet run's; the second, run
-again afterwards, finishes with the same result.
+The first run is a real process that holds its leases until the test lets it go (its
+input partitions wait for a file the test writes once the second is refused); the second
+is ``curator-dask fuzzy-dedup`` started while the first runs. The second is refused naming
+the first; the first's result equals a quiet run's; the second, run again afterwards,
+finishes with the same result.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from _audit import ROOT, cli
 pytestmark = pytest.mark.integration
 
 _FIRST = """
-import sys, time
+import os, sys, time
 import dask, dask.dataframe as dd, pandas as pd
 from curator_dask.dedup import FuzzyDeduplicationWorkflow
-src, cache, out, pause = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+src, cache, out, go = sys.argv[1:5]
 frame = pd.read_json(src, lines=True, dtype={"id": str})
 
 def slow(part):
-    time.sleep(pause)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return part
 
 df = dd.from_pandas(frame, npartitions=2).map_partitions(slow, meta=frame.iloc[:0])
@@ -44,13 +47,14 @@ def _docs(path: Path) -> None:
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
 
 
-def _first(src: Path, cache: Path, out: Path, pause: float) -> subprocess.Popen[str]:
+def _first(src: Path, cache: Path, out: Path, go: Path) -> subprocess.Popen[str]:
+    """The first run; its partitions wait until ``go`` exists (120 s at most)."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     return subprocess.Popen(
-        [sys.executable, "-c", _FIRST, str(src), str(cache), str(out), str(pause)],
+        [sys.executable, "-c", _FIRST, str(src), str(cache), str(out), str(go)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -72,13 +76,16 @@ def test_a_second_dedup_on_a_cache_or_output_in_use_is_refused_naming_the_first(
     src = tmp_path / "in"
     src.mkdir()
     _docs(src / "a.jsonl")
-    quiet = _first(src / "a.jsonl", tmp_path / "quiet-cache", tmp_path / "quiet", 0)
+    go = tmp_path / "go"
+    go.touch()
+    quiet = _first(src / "a.jsonl", tmp_path / "quiet-cache", tmp_path / "quiet", go)
     assert quiet.wait(timeout=300) == 0, quiet.stderr.read()[-2000:] if quiet.stderr else ""
     want = _removed(tmp_path / "quiet")
     assert want  # the input holds near-duplicates
 
     cache_a, out_a = tmp_path / "cache", tmp_path / "out-a"
-    first = _first(src / "a.jsonl", cache_a, out_a, pause=30)
+    go.unlink()
+    first = _first(src / "a.jsonl", cache_a, out_a, go)
     lease = Path(str(cache_a if shared == "cache" else out_a) + ".curator") / "_lease.json"
     deadline = time.monotonic() + 120
     while not lease.exists():
@@ -97,6 +104,7 @@ def test_a_second_dedup_on_a_cache_or_output_in_use_is_refused_naming_the_first(
     assert f"pid {first.pid}" in line
     assert "Traceback" not in second.stderr
 
+    go.touch()  # the first run goes on
     _, stderr = first.communicate(timeout=300)
     assert first.returncode == 0, stderr[-2000:]
     assert _removed(out_a) == want
