@@ -116,3 +116,22 @@ def test_text_in_many_arrow_chunks_scores_as_in_one(sample_frame, monkeypatch):
         want = f.score(one)
         text_kit.clear_measures()
         pd.testing.assert_series_equal(f.score(many), want, check_names=False, obj=f.stage_name)
+
+
+def test_lines_strip_ascii_and_other_whitespace_at_both_ends():
+    # _strip reads an ASCII end in place and decodes any other: both kinds, mixed, at
+    # either end, next to 2-, 3- and 4-byte characters; a line of whitespace only is blank.
+    pad = ["", " ", "\t", "\u00a0", "\u3000", "\x1c", "\x85", " \u2003\t", "\u2028 "]
+    core = ["a", "é", "敏", "\U0001f600", "a b", "é\u00a0敏"]
+    docs = [
+        "\n".join(f"{p}{c}{q}" for c in core for q in pad) + "\n" + p + "\n" + p + core[1]
+        for p in pad
+    ]
+    got = text_kit.document_measures(pd.Series(docs, dtype=text_kit.STR_DTYPE))
+    for d, row in zip(docs, got.itertuples(), strict=True):
+        lines = [ln.strip() for ln in d.split("\n") if ln.strip()]
+        assert (row.lines, row.line_chars) == (len(lines), sum(map(len, lines)))
+        assert (row.unique_lines, row.unique_line_chars) == (
+            len(set(lines)),
+            sum(map(len, set(lines))),
+        )
