@@ -125,6 +125,13 @@ class Terminal(io.StringIO):
         return True
 
 
+@pytest.fixture(autouse=True)
+def _terminal_of_no_known_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake terminal has no width unless a test sets ``COLUMNS`` (a shell exports it,
+    and pytest-xdist's workers have it as 80, which cut the bars these tests read)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def test_dedup_progress_is_the_pipelines_bar_on_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
