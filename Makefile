@@ -11,6 +11,8 @@ CONSTRAINTS ?= constraints/cpu.txt
 MIN_VENV ?= .venv-min
 MIN_EXTRAS ?= dev,s3,monitoring
 MIN_PY := $(MIN_VENV)/bin/python
+# `make test` runs the tests in this many processes (pytest-xdist; 0: in this one)
+TEST_PROCS ?= 2
 
 .PHONY: install demo test test-min test-gpu lint bench clean
 
@@ -32,7 +34,7 @@ demo: install
 	$(VENV)/bin/curator-dask demo --output out/demo
 
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_PROCS)
 
 test-min: $(MIN_VENV)/.installed
 	$(MIN_PY) -m pip list --format=freeze | grep -iE '^(dask|distributed|pandas|pyarrow|numpy|numba)=='
