@@ -922,6 +922,18 @@ def unique_shingles(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray
 _SMALL_SORT = 16  # ranges up to this long are insertion-sorted
 
 
+@numba.njit(inline="always")
+def _insertion_sort(v, lo, hi):  # pragma: no cover - compiled
+    """Sort ``v[lo:hi]`` in place by insertion: short ranges, and ranges almost in order."""
+    for k in range(lo + 1, hi):
+        x = v[k]
+        t = k
+        while t > lo and x < v[t - 1]:
+            v[t] = v[t - 1]
+            t -= 1
+        v[t] = x
+
+
 @numba.njit(nogil=True, cache=True)
 def _sort_range(v, lo, hi, stack):  # pragma: no cover - compiled
     """Sort ``v[lo:hi]`` in place (ascending): quicksort on a median of three, the smaller
@@ -966,13 +978,7 @@ def _sort_range(v, lo, hi, stack):  # pragma: no cover - compiled
                 stack[top + 1] = j + 1
                 lo = j + 1
             top += 2
-        for k in range(lo + 1, hi):
-            x = v[k]
-            t = k
-            while t > lo and x < v[t - 1]:
-                v[t] = v[t - 1]
-                t -= 1
-            v[t] = x
+        _insertion_sort(v, lo, hi)
         if top == 0:
             return
         top -= 2
@@ -1032,13 +1038,7 @@ def _unique_per_doc(hashes, offsets):  # pragma: no cover - compiled
                 for k in range(m):
                     out[pos + k] = tmp[k]
         # an insertion pass: the whole sort of a short range, the last step of a bucketed one
-        for k in range(pos + 1, pos + m):
-            x = out[k]
-            t = k
-            while t > pos and x < out[t - 1]:
-                out[t] = out[t - 1]
-                t -= 1
-            out[t] = x
+        _insertion_sort(out, pos, pos + m)
         w = pos
         for k in range(pos, pos + m):
             if k == pos or out[k] != out[w - 1]:
