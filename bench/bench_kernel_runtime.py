@@ -24,6 +24,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -101,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=4000, help="sample documents")
     ap.add_argument("--out", type=Path, default=RESULTS / "bench_kernel_runtime.json")
     args = ap.parse_args(argv)
+    if "numba" not in sys.modules:
+        # The baseline's modules load under other names; their numba cache entries, written
+        # beside the baseline's sources, broke that checkout's next import ("No module named
+        # '<dynamic>'"). Both checkouts' kernels compile into a directory of this run only.
+        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-kernel-runtime-")
     results: dict[str, Any] = {}
     print(
         f"\n{'kernel':<18}{'base min ms':>12}{'base med':>10}{'this min':>10}{'this med':>10}"
