@@ -17,6 +17,7 @@ import pytest
 from curator_dask.dedup import ExactDeduplicationWorkflow, FuzzyDeduplicationWorkflow
 from curator_dask.dedup._runtime import DedupResult
 from curator_dask.io import QuarantineWarning
+from tests.dedup.test_small_local import write_shards
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DASK_PATH = {"curator.dedup.in-memory-below": None}
@@ -26,15 +27,7 @@ DASK_PATH = {"curator.dedup.in-memory-below": None}
 def src(tmp_path: Path, sample_records: list[dict]) -> Path:
     """300 documents of the shipped sample (it holds near-duplicates) in 3 JSONL files, and
     one line that is not JSON (quarantined)."""
-    d = tmp_path / "in"
-    d.mkdir()
-    records = sample_records[:300]
-    for i in range(3):
-        with open(d / f"shard-{i}.jsonl", "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records[i::3])
-            if i == 1:
-                f.write("{not json\n")
-    return d
+    return write_shards(tmp_path / "in", sample_records[:300], bad_line="{not json")
 
 
 def _ids(directory: Path) -> list[str]:

@@ -16,16 +16,21 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-@pytest.fixture
-def src(tmp_path: Path, sample_records: list[dict]) -> Path:
-    """400 documents of the shipped sample (it holds near-duplicates) in 3 JSONL files."""
-    d = tmp_path / "in"
+def write_shards(d: Path, records: list[dict], bad_line: str = "") -> Path:
+    """``records`` in 3 JSONL files under ``d``; ``bad_line`` (not JSON) ends the second."""
     d.mkdir()
-    records = sample_records[:400]
     for i in range(3):
         with open(d / f"shard-{i}.jsonl", "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in records[i::3])
+            if i == 1 and bad_line:
+                f.write(bad_line + "\n")
     return d
+
+
+@pytest.fixture
+def src(tmp_path: Path, sample_records: list[dict]) -> Path:
+    """400 documents of the shipped sample (it holds near-duplicates) in 3 JSONL files."""
+    return write_shards(tmp_path / "in", sample_records[:400])
 
 
 def _python(code: str, **env: str) -> str:
