@@ -18,14 +18,16 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 PY=${PY:-python3}
 # cuML (semantic dedup's GPU k-means) is carried the same way, in the same folder
-# (scripts/cuml-cu13-py312.txt): the folder is installed when either does not import.
-if ! "$PY" -c "import cudf, cuml" >/dev/null 2>&1; then
-  WHEELS=""
-  for d in /var/tmp/wheels .gpuwheels/wheels .gpuwheels .whl; do
-    if [ -d "$d" ] && { compgen -G "$d/cudf_cu1*.whl" || compgen -G "$d/cuml_cu1*.whl"; } >/dev/null; then
-      WHEELS=$d; break
-    fi
-  done
+# (scripts/cuml-cu13-py312.txt): the folder is installed when cudf does not import, or
+# when cuML does not and its wheels were carried (not again when only cuML is missing).
+WHEELS=""
+for d in /var/tmp/wheels .gpuwheels/wheels .gpuwheels .whl; do
+  if [ -d "$d" ] && { compgen -G "$d/cudf_cu1*.whl" || compgen -G "$d/cuml_cu1*.whl"; } >/dev/null; then
+    WHEELS=$d; break
+  fi
+done
+if ! "$PY" -c "import cudf" >/dev/null 2>&1 \
+   || { ! "$PY" -c "import cuml" >/dev/null 2>&1 && [ -n "$WHEELS" ] && compgen -G "$WHEELS/cuml_cu1*.whl" >/dev/null; }; then
   if [ -n "$WHEELS" ]; then
     # The wheels are installed as they are (no resolver, no network) into a target folder
     # put first on the path: the machine's own torch, CuPy and pyarrow stay in use, and the
@@ -35,7 +37,7 @@ if ! "$PY" -c "import cudf, cuml" >/dev/null 2>&1; then
       --target "$SITE" "$WHEELS"/*.whl 2>&1 | tail -5 | tee "$OUT/install.log"
     export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
   else
-    echo "gpu_check: cudf or cuml is not importable and no wheels in /var/tmp/wheels or .gpuwheels" | tee "$OUT/install.log"
+    echo "gpu_check: cudf is not importable and no wheels in /var/tmp/wheels or .gpuwheels" | tee "$OUT/install.log"
   fi
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
