@@ -302,7 +302,10 @@ def main(argv: list[str] | None = None) -> dict:
             for name in args.steps:
                 if name == SHINGLE_STEP and mode != "gpu":
                     continue  # the CPU has one shingling: the "fuzzy" step
-                env = dict(os.environ, PYTHONPATH=ROOT)
+                # the checkout first, then what the caller put on the path (RAPIDS carried
+                # into a target folder, as scripts/gpu_check.sh installs it)
+                path = os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])
+                env = dict(os.environ, PYTHONPATH=path.rstrip(os.pathsep))
                 if mode == "gpu":
                     env["DASK_DATAFRAME__BACKEND"] = "cudf"
                     env["DASK_CURATOR__DEDUP__SHINGLE_DEVICE"] = (
