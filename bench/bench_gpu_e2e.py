@@ -264,6 +264,18 @@ def summarize(results: dict, cores: int) -> list[str]:
     return lines
 
 
+def step_env(mode: str, name: str) -> dict[str, str]:
+    """The environment of one step's command: the checkout first on the path, then what the
+    caller put there (RAPIDS carried into a target folder, as scripts/gpu_check.sh installs
+    it); on the GPU the cudf backend, and the shingles on the device for SHINGLE_STEP."""
+    path = os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path.rstrip(os.pathsep))
+    if mode == "gpu":
+        env["DASK_DATAFRAME__BACKEND"] = "cudf"
+        env["DASK_CURATOR__DEDUP__SHINGLE_DEVICE"] = "gpu" if name == SHINGLE_STEP else "host"
+    return env
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--docs", type=int, default=1_000_000)
@@ -302,15 +314,7 @@ def main(argv: list[str] | None = None) -> dict:
             for name in args.steps:
                 if name == SHINGLE_STEP and mode != "gpu":
                     continue  # the CPU has one shingling: the "fuzzy" step
-                # the checkout first, then what the caller put on the path (RAPIDS carried
-                # into a target folder, as scripts/gpu_check.sh installs it)
-                path = os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])
-                env = dict(os.environ, PYTHONPATH=path.rstrip(os.pathsep))
-                if mode == "gpu":
-                    env["DASK_DATAFRAME__BACKEND"] = "cudf"
-                    env["DASK_CURATOR__DEDUP__SHINGLE_DEVICE"] = (
-                        "gpu" if name == SHINGLE_STEP else "host"
-                    )
+                env = step_env(mode, name)
                 cmd, outputs = steps[name]
                 before = cluster.before() if cluster else None
                 with _GpuPeak() as peak:

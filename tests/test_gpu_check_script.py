@@ -6,6 +6,7 @@ the commands they build would be found there, at the cost of a device run.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -222,3 +223,21 @@ def test_the_device_shingles_row_is_compared_with_the_cpus_fuzzy() -> None:
     results["steps"][bench_gpu_e2e.SHINGLE_STEP]["gpu"]["digest"] = [[5, "b"]]
     bench_gpu_e2e.summarize(results, cores=4)
     assert row["equal"] is False
+
+
+def test_gpu_bench_commands_keep_the_callers_path_after_the_checkout(monkeypatch) -> None:
+    # RAPIDS carried to a device goes into a target folder on PYTHONPATH; a step that
+    # dropped it could not import cudf (seen on the H200, 2026-11-27)
+    monkeypatch.setenv("PYTHONPATH", "/var/tmp/site")
+    for mode, name in [("gpu", "fuzzy"), ("gpu", bench_gpu_e2e.SHINGLE_STEP), ("cpu", "exact")]:
+        env = bench_gpu_e2e.step_env(mode, name)
+        assert env["PYTHONPATH"].split(os.pathsep) == [bench_gpu_e2e.ROOT, "/var/tmp/site"]
+    assert (
+        bench_gpu_e2e.step_env("gpu", bench_gpu_e2e.SHINGLE_STEP)[
+            "DASK_CURATOR__DEDUP__SHINGLE_DEVICE"
+        ]
+        == "gpu"
+    )
+    assert "DASK_DATAFRAME__BACKEND" not in bench_gpu_e2e.step_env("cpu", "fuzzy")
+    monkeypatch.delenv("PYTHONPATH")
+    assert bench_gpu_e2e.step_env("cpu", "fuzzy")["PYTHONPATH"] == bench_gpu_e2e.ROOT
