@@ -27,6 +27,14 @@ shingle updates a few buckets, affine hashes only for buckets left empty, after 
 Similarity Sketching), whose cost hardly grows with L, so its nominal figure grows with L and
 is not the rate of a k-function kernel. Its signatures are a different function of the input.
 
+With ``--phases``, the text-to-signature time of each corpus split into its steps (ours only,
+CPU seconds, best of several runs): the Arrow buffers; the word kernel, which normalises,
+tokenises, hashes the tokens (FNV-1a) and rolls the shingle hashes in one pass; the same kernel
+on the text normalised beforehand (``raw``: no normalisation tables), so that normalisation is
+the difference; the rolling shingle hash alone over one value per token; the signature kernel
+as called (its pass over each document's distinct shingles, then the permutations); and the
+signature kernel on each document's distinct shingles given (the permutations alone).
+
 Corpora: ``multilingual`` -- real sentences in 60-odd languages, the example sentences
 shipped with spaCy (``spacy.lang.*.examples``); each document is one language's sentences
 in random order, 200-1,200 characters. ``english`` -- public-corpus documents of 150-300
@@ -46,12 +54,14 @@ import time
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
+import numba
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dedup_common import SAMPLE, have_corpus, load, table, write_json
 
+from curator_dask.dedup import minhash
 from curator_dask.dedup.minhash import (
     _normalize_one,
     minhash_permutations,
@@ -252,6 +262,85 @@ def run_corpus(name: str, docs: list[str], args: argparse.Namespace) -> list[dic
     return rows
 
 
+@numba.njit(nogil=True)
+def _roll_all(values, offsets, ngram, out):  # pragma: no cover - compiled
+    """The kernel's rolling shingle hash over each document's ``values`` (one per token)."""
+    top = minhash._poly_top(ngram)
+    pos = 0
+    for i in range(len(offsets) - 1):
+        s, e = offsets[i], offsets[i + 1]
+        pos = minhash._rolling_shingles(values[s:e], e - s, ngram, top, out, pos)
+    return pos
+
+
+def phases(name: str, docs: list[str], args: argparse.Namespace) -> list[dict]:
+    """Where our text-to-signature time goes, step by step (see the module docstring)."""
+    from curator_dask.dedup._normtables import norm_tables
+
+    ng, n = args.ngram, len(docs)
+    text = pd.Series(docs, dtype=pd.StringDtype("pyarrow"))
+    perms = minhash_permutations(args.num_hashes, 42)
+    tables = tuple(norm_tables())
+    fast = minhash._fast_table()
+    data, offsets = minhash.utf8_buffers(text)
+    norm_data, norm_offsets = minhash.utf8_buffers(minhash.normalize_text(text))
+    hashes, shingle_off = shingle_hashes(text, ng)
+    tokens, token_off = minhash._word_shingles(norm_data, norm_offsets, True, tables, *fast, 1)[:2]
+    distinct, distinct_off = minhash.unique_shingles(hashes, shingle_off)
+    out = np.empty(len(tokens) + n, dtype=np.uint64)
+    steps = [
+        ("text -> signatures", lambda: minhash_signatures(*shingle_hashes(text, ng), perms)),
+        ("  Arrow buffers", lambda: minhash.utf8_buffers(text)),
+        (
+            "  word kernel: normalise, tokenise, hash tokens, roll shingles",
+            lambda: minhash._word_shingles(data, offsets, False, tables, *fast, ng),
+        ),
+        (
+            "    the same on normalised text (no normalisation)",
+            lambda: minhash._word_shingles(norm_data, norm_offsets, True, tables, *fast, ng),
+        ),
+        (
+            "    rolling shingle hash alone (one value a token)",
+            lambda: _roll_all(tokens, token_off, ng, out),
+        ),
+        (
+            "  signatures (distinct pass + permutations)",
+            lambda: minhash_signatures(hashes, shingle_off, perms),
+        ),
+        (
+            "    signatures of distinct shingles given",
+            lambda: minhash_signatures(distinct, distinct_off, perms),
+        ),
+    ]
+    for _, fn in steps:
+        fn()  # compile
+    rows = []
+    for step, fn in steps:
+        sec = cpu(fn, 7)
+        rows.append(
+            {
+                "corpus": name,
+                "step": step,
+                "cpu_ms": round(sec * 1e3, 1),
+                "us_per_doc": round(sec / n * 1e6, 2),
+            }
+        )
+    total = rows[0]["cpu_ms"]
+    for r in rows:
+        r["share"] = f"{r['cpu_ms'] / total:.0%}" if total else ""
+    rows.append(
+        {
+            "corpus": name,
+            "step": f"  ({len(hashes) / n:.0f} shingles a document, {len(distinct) / n:.0f} "
+            f"distinct, {len(tokens) / n:.0f} tokens, {len(data) / n:.0f} bytes)",
+            "cpu_ms": "",
+            "us_per_doc": "",
+            "share": "",
+        }
+    )
+    return rows
+
+
 def length_sweep(args: argparse.Namespace) -> list[dict]:
     """Identical random shingle hashes, documents of exactly L shingles: ours and rensa."""
     import rensa
@@ -295,10 +384,23 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-hashes", type=int, default=260)
     ap.add_argument("--ngram", type=int, default=5)
     ap.add_argument("--baseline", default=None, help="git revision to compare against")
+    ap.add_argument(
+        "--phases", action="store_true", help="only the split of our time into its steps"
+    )
     args = ap.parse_args(argv)
     from importlib.metadata import version
 
     corpora = {"multilingual": multilingual_docs(args.docs), "english": english_docs(args.docs)}
+    if args.phases:
+        split = [r for name, docs in corpora.items() for r in phases(name, docs, args)]
+        print(
+            f"Where the text-to-signature time goes: word {args.ngram}-grams, "
+            f"{args.num_hashes} hashes, {args.docs} documents, one core (CPU ms, best of 7)"
+        )
+        print(table(split, ["corpus", "step", "cpu_ms", "us_per_doc", "share"]))
+        payload = {"phases": split, "num_hashes": args.num_hashes, "ngram": args.ngram}
+        print("wrote", write_json("bench_minhash_phases", payload))
+        return payload
     rows: list[dict] = []
     info = {}
     for name, docs in corpora.items():
