@@ -56,6 +56,60 @@ def share_compiles(namespace: dict[str, Any]) -> None:
             and not getattr(obj.compile, "_curator_shared", False)
         ):
             obj.compile = _locked(obj, obj.compile)
+            obj._cache.load_overload = _lean_load(obj._cache)
+
+
+def _lean_load(cache: Any) -> Callable[[Any, Any], Any]:
+    """``cache.load_overload`` without numba's refresh of the target context.
+
+    Before a cached kernel is loaded, numba refreshes its CPU target: it imports and installs
+    every typing and lowering registry (``numba.cpython``, ``numba.np``, ``numba.typed``,
+    cffi's C parser, ...) and compiles its runtime's LLVM module, which touches much of
+    LLVM's optimiser and code generator. Loading machine code needs none of it (about
+    0.2 CPU-s and 30 MB of a 2,000-document ``fuzzy-dedup``; ``bench/bench_fuzzy_cost.py``):
+    the kernels' cached object code links its runtime helpers in (``NRT_incref`` and the
+    like) and calls only the runtime's C functions, which :func:`_runtime_symbols` gives to
+    LLVM as numba's ``rtsys.initialize`` would. A kernel not in the cache compiles as
+    before, and numba's compiler refreshes the target then.
+    """
+    numba_load = cache.load_overload
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        if not _runtime_symbols():  # another numba: its own way
+            return numba_load(sig, target_context)
+        with cache._guard_against_spurious_io_errors():
+            return cache._load_overload(sig, target_context)
+
+    return load_overload  # type: ignore[no-any-return]
+
+
+_RUNTIME = threading.Lock()
+_RUNTIME_SYMBOLS: list[bool] = []
+
+
+def _runtime_symbols() -> bool:
+    """Give LLVM the addresses of numba's runtime C functions (``NRT_MemInfo_alloc_aligned``
+    and the like) once per process, as ``rtsys.initialize`` does before it compiles the
+    runtime's own module; False where this numba does not have them where expected."""
+    with _RUNTIME:
+        if _RUNTIME_SYMBOLS:
+            return _RUNTIME_SYMBOLS[0]
+        try:
+            import llvmlite.binding as ll
+            from numba.core import config as numba_config
+            from numba.core.runtime import _nrt_python, rtsys
+
+            if not rtsys._init:  # else numba did it
+                helpers = dict(_nrt_python.c_helpers)
+                if numba_config.NRT_STATS:
+                    _nrt_python.memsys_enable_stats()
+                for name, address in helpers.items():
+                    ll.add_symbol(name if name.startswith("_") else f"NRT_{name}", address)
+            ok = True
+        except (ImportError, AttributeError, TypeError):
+            ok = False
+        _RUNTIME_SYMBOLS.append(ok)
+        return ok
 
 
 def _locked(dispatcher: Any, compile_: Callable[[Any], Any]) -> Callable[[Any], Any]:

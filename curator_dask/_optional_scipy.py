@@ -3,9 +3,11 @@
 ``dask.array`` and ``dask.dataframe`` (imported by every command that reads data) import
 ``scipy.sparse`` and ``scipy.fftpack`` when SciPy is installed, to register sparse matrices
 as a chunk type and to wrap SciPy's FFTs; numba's first kernel call imports
-``scipy.linalg.cython_blas`` to find out whether ``np.convolve`` may call BLAS. curator_dask
-uses none of these, but a run pays about 0.7 CPU-s and 25 MB for them (issue 22;
-``bench/bench_fuzzy_cost.py``). SciPy is installed by the ``models`` extra.
+``scipy.linalg.cython_blas`` to find out whether ``np.convolve`` may call BLAS; ``import
+numba`` imports SciPy's top-level package to check that its version is 1.0 or later (0.03
+CPU-s and 3 MB). curator_dask uses none of these, but a run pays about 0.7 CPU-s and 25 MB
+for them (issue 22; ``bench/bench_fuzzy_cost.py``). SciPy is installed by the ``models``
+extra.
 
 :func:`defer_optional_scipy` makes exactly those optional imports fail as if SciPy were
 absent, as it is in a base install: an import of SciPy from anywhere else (a user's stage,
@@ -26,6 +28,8 @@ from types import ModuleType
 
 #: Modules whose import of SciPy is optional and unused here.
 _OPTIONAL_IN = ("dask.array", "dask.dataframe", "numba.np.arraymath")
+#: Modules (exactly these, not their submodules) whose import of SciPy is optional and unused.
+_OPTIONAL_EXACT = ("numba",)
 #: Frames skipped to find who imports (numba's arraymath asks through numba.np.linalg).
 _PASS_THROUGH = ("importlib", "_frozen_importlib", "numba.np.linalg")
 
@@ -42,7 +46,7 @@ class _DeferScipy:
         while frame is not None and frame.f_globals.get("__name__", "").startswith(_PASS_THROUGH):
             frame = frame.f_back  # type: ignore[assignment]
         importer = frame.f_globals.get("__name__", "") if frame is not None else ""
-        if importer.startswith(_OPTIONAL_IN):
+        if importer.startswith(_OPTIONAL_IN) or importer in _OPTIONAL_EXACT:
             raise ImportError(f"{name}: optional for {importer}, not imported by curator-dask")
         return None
 
@@ -50,8 +54,7 @@ class _DeferScipy:
 def defer_optional_scipy() -> Callable[[], None]:
     """Refuse SciPy to dask's and numba's optional imports; return what undoes it.
 
-    Does nothing when it is in place already. (``import numba`` imports SciPy's top-level
-    package, which is cheap: the costly parts are the subpackages.)
+    Does nothing when it is in place already.
     """
     if any(isinstance(f, _DeferScipy) for f in sys.meta_path):
         return lambda: None

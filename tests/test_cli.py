@@ -396,6 +396,8 @@ def test_a_command_run_imports_no_scipy_for_dask_or_numba_yet_scipy_imports(
 ) -> None:
     """dask's and numba's optional SciPy imports are skipped on a command run (~0.7 CPU-s);
     the same removed set; a later import of SciPy works, and numba still has BLAS for np.dot.
+    (A run that loads its kernels from numba's cache does not import numba's registries at
+    all: their set-up, which asks for SciPy's BLAS, is called here under the same finder.)
     """
     pytest.importorskip("scipy")
     src = write_inputs(tmp_path, records)
@@ -403,9 +405,15 @@ def test_a_command_run_imports_no_scipy_for_dask_or_numba_yet_scipy_imports(
 import sys
 import numba, numpy as np
 from curator_dask.cli import main
+from curator_dask._optional_scipy import defer_optional_scipy
 assert main(["fuzzy-dedup", {str(src)!r}, "--output", {str(tmp_path / "o")!r},
              "--cache-dir", {str(tmp_path / "c")!r}, "-q"]) == 0
-assert "dask.dataframe" in sys.modules and "numba.np.arraymath" in sys.modules
+assert "dask.dataframe" in sys.modules
+undo = defer_optional_scipy()
+from numba.core.registry import cpu_target
+cpu_target.target_context.refresh()  # numba's registries, as a compile sets them up
+undo()
+assert "numba.np.arraymath" in sys.modules
 print([m for m in ("scipy.sparse", "scipy.linalg", "scipy.fft") if m in sys.modules])
 import scipy.sparse
 dot = numba.njit(lambda a, b: np.dot(a, b))
@@ -701,3 +709,23 @@ def test_closing_a_local_cluster_keeps_closed_connections_off_the_terminal(
     logged = (tmp_path / "run.log").read_text()
     assert logged.count("StreamClosedError") >= 2, logged
     assert not terminal.filters
+
+
+def test_building_the_parser_looks_up_no_package_version(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The version line (four packages' metadata) is made when --version asks, not by every
+    command's parser."""
+    from importlib import metadata
+
+    from curator_dask.cli import build_parser
+
+    looked_up: list[str] = []
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda name: looked_up.append(name) or real(name))
+    build_parser().parse_args(["report", "out"])
+    assert looked_up == []
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--version"])
+    assert looked_up == ["dask", "distributed", "pandas", "pyarrow"]
+    assert capsys.readouterr().out.startswith("curator-dask ")

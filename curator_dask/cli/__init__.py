@@ -32,11 +32,11 @@ from curator_dask.cli.cluster_args import (
     cluster_config_from_args,
 )
 from curator_dask.cli.console import (
+    VersionAction,
     _Parser,
     _remove_handlers,
     add_logging_args,
     setup_logging,
-    version_string,
 )
 from curator_dask.cli.failures import describe_error, interrupted_message
 from curator_dask.cli.pipeline_file import load_run_config, strings_in
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Curate text datasets for LLM training on Dask.",
         epilog="`curator-dask COMMAND --help` describes each command and its defaults.",
     )
-    parser.add_argument("--version", action="version", version=version_string())
+    parser.add_argument("--version", action=VersionAction)
     add_logging_args(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser(

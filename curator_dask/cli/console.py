@@ -75,6 +75,16 @@ def version_string() -> str:
     return f"curator-dask {__version__} ({', '.join(parts)}, Python {py})"
 
 
+class VersionAction(argparse._VersionAction):
+    """``--version``, as argparse's, with the line of :func:`version_string` made only when
+    asked, not whenever the parser is built (it looks up four installed packages' metadata,
+    which every command paid)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        self.version = version_string()
+        super().__call__(parser, *args, **kwargs)
+
+
 def add_logging_args(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
     """Add ``-v/-q/--log-level/--log-file`` (``suppress``: no defaults, for subcommands)."""
     default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}

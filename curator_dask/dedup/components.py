@@ -42,6 +42,7 @@ from curator_dask.io.parquet_dir import (
     parquet_files,
     read_parquet_dir,
     read_parts,
+    read_table,
     remove_tree,
     write_frame,
     write_parquet_atomic,
@@ -136,8 +137,6 @@ def _union_files(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Union-find over the edges in ``columns`` of ``files``, read one file at a time:
     ``(root slot of every slot, touched flag of every slot, slot offsets)``."""
-    import pyarrow.parquet as pq
-
     off = _slots(vertex_counts)
     n = int(off[-1])
     parent = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
@@ -145,7 +144,7 @@ def _union_files(
     for f in files:
         fs, p = get_fs(f, storage_options)
         with fs.open(p, "rb") as fh:
-            table = pq.read_table(fh, columns=list(columns))
+            table = read_table(fh, columns)
         a = _slot_of(table.column(columns[0]).to_numpy().astype(np.int64, copy=False), off)
         b = _slot_of(table.column(columns[1]).to_numpy().astype(np.int64, copy=False), off)
         del table

@@ -22,7 +22,6 @@ import dask
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from dask.base import tokenize
 
 from curator_dask import _backend, config, sizing
@@ -74,6 +73,7 @@ from curator_dask.io.parquet_dir import (
     read_part_frames,
     read_parts,
     read_row_groups_by,
+    read_table,
     release_arrow_memory,
     remove_tree,
     rows_per_file,
@@ -333,7 +333,7 @@ def _read_sets(path: str, storage_options: dict[str, Any] | None) -> tuple:
     ``hashes[start:end]``, read from the Arrow buffers without a Python object per set."""
     fs, p = get_fs(path, storage_options)
     with fs.open(p, "rb") as fh:
-        return _sets_of(pq.read_table(fh, columns=["uid", "sig"]))
+        return _sets_of(read_table(fh, ["uid", "sig"]))
 
 
 def _sets_of(table: pa.Table) -> tuple:

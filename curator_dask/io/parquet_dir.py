@@ -69,6 +69,16 @@ def write_parquet_atomic(
     return path
 
 
+def read_table(source: Any, columns: Sequence[str] | None = None) -> pa.Table:
+    """One Parquet file (an open file or a path) as an Arrow table, ``columns`` only.
+
+    ``pyarrow.parquet.read_table`` reads even one file through ``pyarrow.dataset``, whose
+    import alone costs a small dedup run about 0.02 CPU-s and 3 MB; for one file without
+    filters it reads what ``ParquetFile.read`` does (pyarrow itself falls back to it).
+    """
+    return pq.ParquetFile(source).read(columns=None if columns is None else list(columns))
+
+
 def parquet_files(directory: str, storage_options: dict[str, Any] | None) -> list[str]:
     """The ``*.parquet`` files directly in ``directory`` (not hidden, not temporary), sorted."""
     fs, d = get_fs(directory, storage_options)
@@ -106,7 +116,7 @@ class _ReadPart:
     def __call__(self, path: str) -> pd.DataFrame:
         fs, p = get_fs(path, self.storage_options)
         with fs.open(p, "rb") as fh:
-            frame = pq.read_table(fh, columns=self.columns).to_pandas()
+            frame = read_table(fh, self.columns).to_pandas()
         return self.conform(frame)
 
     def conform(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -281,7 +291,7 @@ def _conform_part(path: str, schema: pa.Schema, storage_options: dict[str, Any] 
 
     fs, f = get_fs(path, storage_options)
     with fs.open(f, "rb") as fh:
-        table = pq.read_table(fh)
+        table = read_table(fh)
     sink = pa.BufferOutputStream()
     pq.write_table(conform_table(table, schema, path), sink)
     write_bytes_atomic(sink.getvalue().to_pybytes(), path, storage_options)

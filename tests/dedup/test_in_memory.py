@@ -180,3 +180,44 @@ def test_exact_in_memory_and_dask_paths_write_the_same_outputs(
         assert got[key] == ref[key], key
     assert got["removed"] >= 100  # shard-0's 100 documents twice
     assert got["kept"] + got["removed"] + got["quarantined"] == 401
+
+
+def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
+    tmp_path: Path, src: Path
+) -> None:
+    """With its kernels in numba's cache (a first run puts them there), a run loads them
+    without refreshing numba's CPU target: no typing and lowering registries
+    (``numba.np.arraymath``, ``numba.typed``, cffi's C parser) and no compile of numba's
+    runtime module. Nor SciPy (numba's version check) nor ``pyarrow.dataset`` (a Parquet
+    file read through it). The run removes what it did, and a kernel compiled afterwards
+    in the same process works."""
+    code = (
+        "import json, sys\n"
+        "from curator_dask.cli import main\n"
+        "assert main(sys.argv[1:]) == 0\n"
+        "from numba.core.runtime import rtsys\n"
+        "mods = ('numba.np.arraymath', 'numba.typed.listobject', 'cffi', 'scipy',\n"
+        "        'pyarrow.dataset')\n"
+        "print(json.dumps([m for m in mods if m in sys.modules] + ['rtsys'] * rtsys._init))\n"
+        "import numba, numpy as np\n"
+        "print(numba.njit(lambda n: np.arange(n).sum())(10))\n"
+    )
+    outs = []
+    for run in ("first", "second"):
+        out = tmp_path / run
+        args = ["fuzzy-dedup", str(src), "--output", str(out), "--cache-dir", str(out) + "-c"]
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args, "--perform-removal", "-q"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        outs.append(done.stdout.splitlines()[-2:])
+        assert outs[-1][1] == "45"
+    assert json.loads(outs[1][0]) == []  # the second run: every kernel from the cache
+    assert _ids(tmp_path / "second" / "removed_ids") == _ids(tmp_path / "first" / "removed_ids")
+    assert _ids(tmp_path / "second" / "removed_ids")
+    kept = _ids(tmp_path / "second" / "deduplicated")
+    assert len(kept) + len(_ids(tmp_path / "second" / "removed_ids")) + 1 == 301  # 1 quarantined
