@@ -6,7 +6,8 @@ so later processes load it. But worker processes that start together each find n
 and each compile the same kernel: N workers, N compiles. :func:`share_compiles` puts a lock
 that this machine's processes share (a file under :func:`curator_dask.config.cache_dir`)
 around each kernel's compile: the first process compiles and writes the cache, the others
-wait and then load it.
+wait and then load it. A process loads a cached kernel without numba's set-up for compiling
+(:func:`_lean_load`), which it does only when a kernel has to compile.
 
 Compiling is accounted apart from the work: :func:`compile_seconds` is the time a thread
 spent compiling kernels (numba's ``numba:compile`` events, the outermost of each thread,

@@ -397,6 +397,27 @@ def atomic_output(fs: Any, final: str) -> Iterator[Any]:
         raise
 
 
+@contextmanager
+def atomic_target(fs: Any, final: str) -> Iterator[Any]:
+    """As :func:`atomic_output`, but on a local disk yields the temporary file's path for a
+    writer that opens it itself (pyarrow's: no Python file object in between, which is
+    handed a copy of each buffer written); elsewhere the open file."""
+    if not _is_local(fs):
+        with atomic_output(fs, final) as f:
+            yield f
+        return
+    tmp = f"{final}.tmp-{uuid.uuid4().hex}"
+    try:
+        yield tmp
+        _commit(fs, tmp, final)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        if isinstance(err, OSError) and not isinstance(err, TruncatedInputError):
+            raise path_error(err, "write", final) from err
+        raise
+
+
 def write_bytes(fs: Any, final: str, data: bytes) -> None:
     """Write ``data`` to ``final`` atomically (see :func:`atomic_output`)."""
     with atomic_output(fs, final) as f:

@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curator_dask.io._files import get_fs, is_object_store
+from curator_dask.io._files import atomic_target, get_fs, is_object_store
 from curator_dask.io.layout import RunLayout, join
 from curator_dask.stage import release_arrow_memory  # the one release (pipelines' stages too)
 
@@ -61,11 +61,14 @@ def write_parquet_atomic(
     schema: pa.Schema | None = None,
     row_group_size: int | None = None,
 ) -> str:
-    """Write ``frame`` as one Parquet file at ``path``, atomically (see above)."""
+    """Write ``frame`` as one Parquet file at ``path``, atomically (see above), straight to
+    the file: never the whole file in memory (before, a buffer and a copy of it as bytes)."""
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, row_group_size=row_group_size)
-    write_bytes_atomic(sink.getvalue().to_pybytes(), path, storage_options)
+    fs, p = get_fs(path, storage_options)
+    if not is_object_store(fs):  # object stores have no folders to create
+        fs.makedirs(posixpath.dirname(p), exist_ok=True)
+    with atomic_target(fs, p) as target:
+        pq.write_table(table, target, row_group_size=row_group_size)
     return path
 
 

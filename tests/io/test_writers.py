@@ -270,3 +270,43 @@ def test_cudf_partitions_are_written_like_pandas(tmp_path: Path) -> None:
             assert Path(a.path).read_bytes() == Path(b.path).read_bytes()
         else:
             pd.testing.assert_frame_equal(pd.read_parquet(a.path), pd.read_parquet(b.path))
+
+
+def test_a_parquet_part_is_written_straight_to_its_file_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dedup step's part file (``write_parquet_atomic``) goes to disk without the whole file
+    in memory (before: a buffer and a copy of it as Python bytes, twice the file), appears
+    only complete, and a failed write leaves nothing behind."""
+    import tracemalloc
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from curator_dask.io.parquet_dir import write_parquet_atomic
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"text": [rng.bytes(2000).hex() for _ in range(1000)]})  # 4 MB
+    path = tmp_path / "sub" / "part-00000.parquet"
+    write_parquet_atomic(frame.iloc[:2], str(tmp_path / "warm.parquet"))  # imports, caches
+    tracemalloc.start()
+    try:
+        write_parquet_atomic(frame, str(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert path.stat().st_size > 4_000_000
+    assert peak < 1_000_000  # no copy of the file among Python's objects
+    assert pq.read_table(path).to_pandas()["text"].tolist() == frame["text"].tolist()
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+    def fail_midway(table: pa.Table, where: object, **_: object) -> None:
+        with pa.output_stream(where) if isinstance(where, str) else where as out:
+            out.write(b"PAR1 half a file")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", fail_midway)
+    with pytest.raises(OSError, match=r"part-00001\.parquet: No space left"):
+        write_parquet_atomic(frame, str(tmp_path / "sub" / "part-00001.parquet"))
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
