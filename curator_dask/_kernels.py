@@ -41,10 +41,18 @@ COMPILE_TOPIC = "curator-dask-compile"
 _SINKS: list[Callable[[str, str, float], None]] = []
 
 
-def share_compiles(namespace: dict[str, Any]) -> None:
+#: numba's LLVM optimisation level for this package's kernels (numba's default is 3; the
+#: ``NUMBA_OPT`` environment variable, where set, wins). See :func:`share_compiles`.
+KERNEL_OPT = 2
+
+
+def share_compiles(namespace: dict[str, Any], opt: int | None = None) -> None:
     """Make the cached numba kernels among ``namespace``'s values compile once per machine.
 
-    Call at the end of a module that defines kernels: ``share_compiles(globals())``.
+    Call at the end of a module that defines kernels: ``share_compiles(globals())``. With
+    ``opt`` (e.g. :data:`KERNEL_OPT`), each kernel and the helpers it calls compile at that
+    LLVM optimisation level instead of numba's (``numba.config.OPT``, for the compile only,
+    under numba's compiler lock), unless the environment sets ``NUMBA_OPT``.
     """
     from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
@@ -56,7 +64,7 @@ def share_compiles(namespace: dict[str, Any]) -> None:
             and not isinstance(obj._cache, NullCache)
             and not getattr(obj.compile, "_curator_shared", False)
         ):
-            obj.compile = _locked(obj, obj.compile)
+            obj.compile = _locked(obj, obj.compile, opt)
             obj._cache.load_overload = _lean_load(obj._cache)
 
 
@@ -113,7 +121,9 @@ def _runtime_symbols() -> bool:
         return ok
 
 
-def _locked(dispatcher: Any, compile_: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _locked(
+    dispatcher: Any, compile_: Callable[[Any], Any], opt: int | None = None
+) -> Callable[[Any], Any]:
     name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__}"
 
     @functools.wraps(compile_)
@@ -125,13 +135,37 @@ def _locked(dispatcher: Any, compile_: Callable[[Any], Any]) -> Callable[[Any], 
             return compile_(sig)
         _DEPTH.n = depth + 1
         try:
-            with _machine_lock(name):
+            with _machine_lock(name), _opt_level(opt):
                 return compile_(sig)  # loads what another process cached meanwhile
         finally:
             _DEPTH.n = depth
 
     compile._curator_shared = True  # type: ignore[attr-defined]
     return compile
+
+
+@contextlib.contextmanager
+def _opt_level(level: int | None) -> Iterator[None]:
+    """numba's LLVM optimisation level set to ``level`` for what compiles inside (unless
+    ``level`` is None or the environment sets ``NUMBA_OPT``).
+
+    numba reads ``config.OPT`` as it builds each module's LLVM passes, so the level reaches
+    the kernel and every helper compiled for it. numba's compiler lock is held throughout:
+    another thread's compile (of any numba function) waits and keeps numba's level.
+    """
+    if level is None or "NUMBA_OPT" in os.environ:
+        yield
+        return
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        before = config.OPT
+        config.OPT = type(before)(level)
+        try:
+            yield
+        finally:
+            config.OPT = before
 
 
 def _compiled(dispatcher: Any, sig: Any) -> bool:
@@ -250,3 +284,42 @@ def _say(state: str, kernel: str, seconds: float = 0.0) -> None:
     for sink in list(_SINKS):
         with contextlib.suppress(Exception):
             sink(state, kernel, seconds)
+
+
+# -- helpers: compiled for kernels only --------------------------------------------------------
+def helper(func: Callable[..., Any] | None = None, *, cache: bool = True) -> Any:
+    """``numba.njit(cache=cache)`` for a function that only kernels call, never Python.
+
+    numba builds a CPython wrapper for every function it compiles (unboxing of each
+    argument, boxing of the result, error handling), so that Python can call it: about half
+    of a small helper's compile on a fresh machine, for code that a kernel's call never
+    runs. A helper is compiled without it (``no_cpython_wrapper``); calling one from Python
+    raises ``TypeError`` (numba itself would jump into the missing wrapper and crash the
+    process). Use as ``@helper`` or ``@helper(cache=False)``.
+    """
+
+    def make(f: Callable[..., Any]) -> Any:
+        dispatcher = _helper_class()(
+            py_func=f, locals={}, targetoptions={"nopython": True, "no_cpython_wrapper": True}
+        )
+        if cache:
+            dispatcher.enable_caching()
+        return dispatcher
+
+    return make if func is None else make(func)
+
+
+@functools.cache
+def _helper_class() -> type:
+    from numba.core.registry import CPUDispatcher
+
+    class HelperDispatcher(CPUDispatcher):  # type: ignore[misc,valid-type]
+        """A dispatcher that kernels call; Python may not (no CPython wrapper)."""
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            raise TypeError(
+                f"{self.py_func.__qualname__} is a helper of numba kernels, compiled without "
+                "a CPython wrapper: call it from a kernel, not from Python"
+            )
+
+    return HelperDispatcher

@@ -65,3 +65,75 @@ def test_processes_that_start_together_compile_a_kernel_once(tmp_path: Path) -> 
             "aligned=True), int64, int64, int64)"
         ]
     ], stats
+
+
+# On a machine that never compiled them: a package kernel, a function of the user's own, then
+# another package kernel with NUMBA_OPT set; prints numba's optimisation level as each
+# compile started, and after.
+_OPT_CHILD = """
+import json, os
+import numba
+import numba.core.event as ev
+import numpy as np
+from curator_dask._text_kernels import doc_hashes, gather_strings
+
+seen = {}
+
+class Levels(ev.Listener):
+    def on_start(self, event):
+        seen.setdefault(event.data["dispatcher"].py_func.__name__, int(numba.config.OPT))
+
+    def on_end(self, event):
+        pass
+
+ev.register("numba:compile", Levels())
+offsets, data = np.array([0, 2, 3], dtype=np.int64), np.frombuffer(b"abc", dtype=np.uint8)
+gather_strings(offsets, data, np.array([1, 0], dtype=np.int64))
+numba.njit(lambda x: x + 1)(1)
+after = int(numba.config.OPT)
+os.environ["NUMBA_OPT"] = "3"
+doc_hashes(offsets, data, np.zeros(0, dtype=np.uint64))
+print(json.dumps({"seen": seen, "after": after}))
+"""
+
+
+def test_kernels_compile_at_the_package_opt_level_and_leave_numbas_own(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_OPT"}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        NUMBA_CACHE_DIR=str(tmp_path / "numba"),  # a machine that never compiled them
+        DASK_CURATOR__CACHE_DIR=str(tmp_path / "curator"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _OPT_CHILD],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["seen"]["gather_strings"] < 3  # the package's kernel: a cheaper level
+    from curator_dask._kernels import KERNEL_OPT
+
+    assert got["seen"]["gather_strings"] == KERNEL_OPT
+    assert got["seen"]["<lambda>"] == 3  # the user's own function: numba's default
+    assert got["after"] == 3
+    assert got["seen"]["doc_hashes"] == 3  # NUMBA_OPT in the environment wins
+
+
+def test_a_helper_called_from_python_raises_instead_of_crashing() -> None:
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from curator_dask import _text_kernels, text
+
+    data = np.frombuffer(b"http://x", dtype=np.uint8)
+    with pytest.raises(TypeError, match="helper of numba kernels"):
+        _text_kernels._url_prefix(data, 0, len(data))
+    # a kernel calls it: URLs at the ends of a text, cut short, or with a non-ASCII tail
+    cases = ["http://", "http://x", "https://", "https://x y", "see www.", "www.a", "ftp://a b"]
+    cases += ["ftp:/a", "htt", "x https://é.fr/ü z", "a http:// b", "wwwx.y", "httpss://x"]
+    got = text.document_measures(pd.Series(cases))["url_chars"].tolist()
+    assert got == [0, 8, 0, 9, 0, 5, 7, 0, 0, 14, 0, 0, 0]

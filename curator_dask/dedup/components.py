@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import config, sizing
-from curator_dask._kernels import share_compiles
+from curator_dask._kernels import KERNEL_OPT, share_compiles
 from curator_dask.dedup._common import UID_SHIFT, shuffle_method
 from curator_dask.dedup._runtime import (
     Reporter,
@@ -445,4 +445,4 @@ def connected_components(
 
 
 # Each kernel compiles once per machine, however many worker processes start at once.
-share_compiles(globals())
+share_compiles(globals(), opt=KERNEL_OPT)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from curator_dask import _backend
-from curator_dask._kernels import share_compiles
+from curator_dask._kernels import KERNEL_OPT, share_compiles
 from curator_dask.dedup._common import (
     DedupWorkflow,
     group_members,
@@ -269,4 +269,4 @@ class ExactDeduplicationWorkflow(ExactParams, DedupWorkflow):
 
 
 # Each kernel compiles once per machine, however many worker processes start at once.
-share_compiles(globals())
+share_compiles(globals(), opt=KERNEL_OPT)

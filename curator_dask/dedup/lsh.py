@@ -42,7 +42,7 @@ import numba
 import numpy as np
 import pandas as pd
 
-from curator_dask._kernels import share_compiles
+from curator_dask._kernels import KERNEL_OPT, helper, share_compiles
 from curator_dask.dedup._params import BAND_SHAPES as BAND_SHAPES  # the named shapes
 from curator_dask.dedup.minhash import POLY, _fmix64, jaccard_sorted
 
@@ -220,7 +220,7 @@ def _ranges(counts: np.ndarray) -> np.ndarray:
     return out - np.repeat(ends - counts, counts)
 
 
-@numba.njit(nogil=True, cache=True)
+@helper
 def _find(parent, a):  # pragma: no cover - compiled
     while parent[a] != a:
         parent[a] = parent[parent[a]]
@@ -228,7 +228,7 @@ def _find(parent, a):  # pragma: no cover - compiled
     return a
 
 
-@numba.njit(nogil=True, cache=True)
+@helper
 def _identity(k):  # pragma: no cover - compiled
     """``np.arange(k)`` as a loop: numba's ``arange`` overload is one more compile on a
     fresh machine; ``np.empty`` of int64 is compiled for the other kernels anyway."""
@@ -238,7 +238,7 @@ def _identity(k):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(nogil=True, cache=True)
+@helper
 def _push_edge(out_a, out_b, n_out, a, b):  # pragma: no cover - compiled
     """Store edge ``(a, b)`` at ``n_out``, doubling the arrays when they are full.
 
@@ -288,7 +288,7 @@ def _verify(starts, ends, sets, lo, hi, threshold):  # pragma: no cover - compil
     return out_a[:n_out], out_b[:n_out], n_checked
 
 
-@numba.njit(nogil=True, cache=True)
+@helper
 def _check(parent, sets, lo, hi, s, i, j, threshold):  # pragma: no cover - compiled
     """Compare rows ``s+i`` and ``s+j``; join them when similar. True when joined."""
     a = sets[lo[s + i] : hi[s + i]]
@@ -402,4 +402,4 @@ def verify_buckets(
 
 
 # Each kernel compiles once per machine, however many worker processes start at once.
-share_compiles(globals())
+share_compiles(globals(), opt=KERNEL_OPT)

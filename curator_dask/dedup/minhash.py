@@ -55,7 +55,7 @@ import pyarrow as pa
 from numba.core.codegen import get_host_cpu_features
 from numba.extending import intrinsic
 
-from curator_dask._kernels import share_compiles
+from curator_dask._kernels import KERNEL_OPT, helper, share_compiles
 from curator_dask.dedup._normtables import CASED as _CASED
 from curator_dask.dedup._normtables import IGNORABLE as _IGNORABLE
 from curator_dask.dedup._normtables import NOT_CASED as _NOT_CASED
@@ -254,7 +254,7 @@ def _is_pair(keys, first, second):  # pragma: no cover - compiled
     return lo < len(keys) and keys[lo] == key
 
 
-@numba.njit
+@helper(cache=False)
 def _final_sigma(data, start, end, q, p, back, fwd):  # pragma: no cover - compiled
     """CPython's final-sigma rule for the sigma at ``data[q:p]``: 1 final, 0 not, -1 unknown.
 
@@ -934,7 +934,7 @@ def _insertion_sort(v, lo, hi):  # pragma: no cover - compiled
         v[t] = x
 
 
-@numba.njit(nogil=True, cache=True)
+@helper
 def _sort_range(v, lo, hi, stack):  # pragma: no cover - compiled
     """Sort ``v[lo:hi]`` in place (ascending): quicksort on a median of three, the smaller
     side first and the larger on ``stack`` (at most 64 pairs: 128 entries), insertion sort
@@ -1075,4 +1075,4 @@ def _fmix64_array(x):  # pragma: no cover - compiled
 
 
 # Each kernel compiles once per machine, however many worker processes start at once.
-share_compiles(globals())
+share_compiles(globals(), opt=KERNEL_OPT)
