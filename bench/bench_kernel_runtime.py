@@ -59,6 +59,7 @@ def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable
         texts = [json.loads(line)["text"] for line in f][:docs]
     series = pd.Series(texts, dtype=object)
     hashes, offsets = minhash.shingle_hashes(series, 5)
+    perms = minhash.minhash_permutations(128, seed=42)
     offs, data, words = text_kit.utf8_buffers(series)
     flags = text_kit._tables()["flags"]
     args = (offs, data, words, flags)
@@ -86,6 +87,14 @@ def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable
         "_unique_per_doc": (
             lambda: old_minhash._unique_per_doc(hashes, offsets),
             lambda: minhash._unique_per_doc(hashes, offsets),
+        ),
+        "_word_shingles": (
+            lambda: old_minhash.shingle_hashes(series, 5),
+            lambda: minhash.shingle_hashes(series, 5),
+        ),
+        "minhash_signatures": (
+            lambda: old_minhash.minhash_signatures(hashes, offsets, perms),
+            lambda: minhash.minhash_signatures(hashes, offsets, perms),
         ),
     }
 
