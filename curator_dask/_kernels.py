@@ -84,8 +84,8 @@ def _lean_load(cache: Any) -> Callable[[Any, Any], Any]:
     numba_load = cache.load_overload
 
     def load_overload(sig: Any, target_context: Any) -> Any:
-        if not _runtime_symbols():  # another numba: its own way
-            return numba_load(sig, target_context)
+        if not (_runtime_symbols() and hasattr(cache, "_load_overload")):
+            return numba_load(sig, target_context)  # another numba: its own way
         with cache._guard_against_spurious_io_errors():
             return cache._load_overload(sig, target_context)
 

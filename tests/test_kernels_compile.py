@@ -137,3 +137,16 @@ def test_a_helper_called_from_python_raises_instead_of_crashing() -> None:
     cases += ["ftp:/a", "htt", "x https://é.fr/ü z", "a http:// b", "wwwx.y", "httpss://x"]
     got = text.document_measures(pd.Series(cases))["url_chars"].tolist()
     assert got == [0, 8, 0, 9, 0, 5, 7, 0, 0, 14, 0, 0, 0]
+
+
+def test_a_numba_cache_without_the_private_loader_loads_numbas_own_way() -> None:
+    # the lean load reaches into numba's cache (``_load_overload``); a numba without it
+    # must get its own public ``load_overload``, not an AttributeError mid-run
+    from curator_dask._kernels import _lean_load
+
+    class OtherNumbasCache:
+        def load_overload(self, sig: object, target_context: object) -> object:
+            return ("numba's own", sig, target_context)
+
+    load = _lean_load(OtherNumbasCache())
+    assert load("sig", "ctx") == ("numba's own", "sig", "ctx")
