@@ -1,17 +1,18 @@
 """One GPU against all CPU cores of the same machine, end to end, same data, same run.
 
     python bench/bench_gpu_e2e.py [--docs 1000000] [--modes gpu cpu] [--rmm-pool 0.5]
-                                  [--out bench/results]
+                                  [--semantic-docs 20000] [--out bench/results]
 
 The corpus is ``bench/dedup_corpus.py``'s ``distinct`` kind (public-corpus text, or the
 shipped sample when the public corpus is absent; near-duplicate clusters of mean size 3),
 ``--docs`` rounded up to whole files of 100,000. Each step is the command a user runs:
 ``run`` (read + examples/pipeline.yaml's normaliser and filters, Parquet out),
-``exact-dedup``, ``fuzzy-dedup`` (text in, removed ids out) and ``semantic-dedup``, once
-on the GPU with the cudf backend and once on CPU workers (one per core). On the GPU,
-fuzzy dedup runs twice: shingles hashed on the host (the default) and on the device
-(``fuzzy shingle-gpu``: ``curator.dedup.shingle-device: gpu``), each compared by its
-removed set's hash with the CPU's.
+``exact-dedup``, ``fuzzy-dedup`` (text in, removed ids out) and ``semantic-dedup`` (on the
+corpus's first ``--semantic-docs``, 20,000 by default: CPU workers embed tens of documents a
+second each), once on the GPU with the cudf backend and once on CPU workers (one per
+core). On the GPU, fuzzy dedup runs twice: shingles hashed on the host (the default) and
+on the device (``fuzzy shingle-gpu``: ``curator.dedup.shingle-device: gpu``), each
+compared by its removed set's hash with the CPU's.
 
 The GPU commands share one ``LocalCUDACluster`` this script starts the way ``--gpu``
 does (``curator_dask.cluster.make_cluster``), with an RMM pool per worker (``--rmm-pool``:
@@ -192,10 +193,16 @@ class _GpuCluster:
 
 
 def _steps(
-    files: list[str], work: str, mode: str, workers: int, scheduler_file: str | None = None
+    files: list[str],
+    work: str,
+    mode: str,
+    workers: int,
+    scheduler_file: str | None = None,
+    semantic_input: str | None = None,
 ) -> dict[str, tuple]:
     out = os.path.join(work, mode)
     data = os.path.dirname(files[0])
+    semantic_input = semantic_input or data
     if mode == "gpu":
         flags = ["--scheduler-file", scheduler_file] if scheduler_file else ["--gpu"]
     else:
@@ -219,11 +226,43 @@ def _steps(
         SHINGLE_STEP: ([*cli, "fuzzy-dedup", data, "--cache-dir", os.path.join(out, "fc-sg"),
                         "--output", os.path.join(out, "fuzzy-sg"), *flags],
                        [os.path.join(out, "fuzzy-sg", "removed_ids")]),
-        "semantic": ([*cli, "semantic-dedup", data, "--cache-dir", os.path.join(out, "sc"),
+        "semantic": ([*cli, "semantic-dedup", semantic_input,
+                      "--cache-dir", os.path.join(out, "sc"),
                       "--output", os.path.join(out, "semantic"), *flags,
                       "--device", "cuda" if mode == "gpu" else "cpu"],
                      [os.path.join(out, "semantic", "removed_ids")]),
     }  # fmt: skip
+
+
+def semantic_subset(files: list[str], work: str, n: int) -> tuple[str, int]:
+    """A folder with the corpus's first ``n`` documents (all of them where ``n`` is 0 or
+    more than there are), for the semantic step, and how many it holds.
+
+    Embedding is the one step whose CPU side cannot do a million documents in a device
+    call: MiniLM embeds tens of documents a second per core (docs/models.md)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    total = len(files) * _file_docs()
+    if n <= 0 or n >= total:
+        return os.path.dirname(files[0]), total
+    folder = os.path.join(work, f"semantic-input-{n}")
+    os.makedirs(folder, exist_ok=True)
+    tables, left = [], n
+    for f in files:
+        table = pq.read_table(f)
+        tables.append(table.slice(0, left))
+        left -= tables[-1].num_rows
+        if left <= 0:
+            break
+    pq.write_table(pa.concat_tables(tables), os.path.join(folder, "part-0000.parquet"))
+    return folder, n
+
+
+def _file_docs() -> int:
+    from dedup_corpus import FILE_DOCS
+
+    return int(FILE_DOCS)
 
 
 def summarize(results: dict, cores: int) -> list[str]:
@@ -293,6 +332,10 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--corpus-root")
+    ap.add_argument(
+        "--semantic-docs", type=int, default=20_000,
+        help="documents for the semantic step, the corpus's first (0: all of them)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     from dedup_corpus import FILE_DOCS, corpus_files
 
@@ -303,6 +346,12 @@ def main(argv: list[str] | None = None) -> dict:
     os.makedirs(work, exist_ok=True)
     results: dict = {"documents": n_docs, "cpu_cores": cores, "steps": {}}
     results["rmm_pool"] = args.rmm_pool if args.gpu_cluster == "own" else None
+    semantic_input, semantic_docs = (
+        semantic_subset(files, work, args.semantic_docs)
+        if "semantic" in args.steps
+        else (None, n_docs)
+    )
+    results["semantic_documents"] = semantic_docs
     for mode in args.modes:
         cluster = (
             _GpuCluster(work, args.rmm_pool)
@@ -310,7 +359,9 @@ def main(argv: list[str] | None = None) -> dict:
             else None
         )
         try:
-            steps = _steps(files, work, mode, cores, cluster and cluster.scheduler_file)
+            steps = _steps(
+                files, work, mode, cores, cluster and cluster.scheduler_file, semantic_input
+            )
             for name in args.steps:
                 if name == SHINGLE_STEP and mode != "gpu":
                     continue  # the CPU has one shingling: the "fuzzy" step
@@ -322,7 +373,10 @@ def main(argv: list[str] | None = None) -> dict:
                 row = {
                     "rc": rc,
                     "wall_s": round(wall, 2),
-                    "docs_per_s": round(n_docs / wall, 1),
+                    "documents": semantic_docs if name == "semantic" else n_docs,
+                    "docs_per_s": round(
+                        (semantic_docs if name == "semantic" else n_docs) / wall, 1
+                    ),
                     "gpu_peak_mb": None if peak.peak is None else round(peak.peak / 2**20),
                     "digest": [digest(p) if rc == 0 else None for p in outputs],
                 }

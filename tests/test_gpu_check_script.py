@@ -241,3 +241,24 @@ def test_gpu_bench_commands_keep_the_callers_path_after_the_checkout(monkeypatch
     assert "DASK_DATAFRAME__BACKEND" not in bench_gpu_e2e.step_env("cpu", "fuzzy")
     monkeypatch.delenv("PYTHONPATH")
     assert bench_gpu_e2e.step_env("cpu", "fuzzy")["PYTHONPATH"] == bench_gpu_e2e.ROOT
+
+
+def test_the_semantic_step_runs_on_the_corpus_first_documents(tmp_path: Path, monkeypatch) -> None:
+    # CPU workers embed tens of documents a second: a million would outlast any device call
+    monkeypatch.setattr(bench_gpu_e2e, "_file_docs", lambda: 3)
+    data = tmp_path / "corpus"
+    data.mkdir()
+    files = []
+    for f in range(2):
+        path = data / f"part-{f:04d}.parquet"
+        pd.DataFrame(
+            {"id": [f"d{f}{i}" for i in range(3)], "text": ["a b", "c d", "e f"]}
+        ).to_parquet(path, index=False)
+        files.append(str(path))
+    folder, n = bench_gpu_e2e.semantic_subset(files, str(tmp_path / "work"), 4)
+    assert n == 4
+    assert pd.read_parquet(folder)["id"].tolist() == ["d00", "d01", "d02", "d10"]
+    steps = bench_gpu_e2e._steps(files, str(tmp_path), "cpu", 4, None, folder)
+    assert steps["semantic"][0][4] == folder  # the command's input
+    assert steps["fuzzy"][0][4] == str(data)  # the others keep the whole corpus
+    assert bench_gpu_e2e.semantic_subset(files, str(tmp_path / "work"), 0) == (str(data), 6)
