@@ -122,8 +122,20 @@ def worker_gpu_memory() -> dict[str, Any]:
 
 
 def start_step() -> None:
-    """On one GPU worker: RMM statistics on (once), and a fresh counter for the next step."""
+    """On one GPU worker: RMM statistics on (once), and a fresh counter for the next step.
+
+    cudf's spill manager, made on the worker's first cudf buffer, puts its own resource (to
+    spill on demand) on top of RMM's stack, and RMM reads statistics only from the top one:
+    made after them, it hid the first step's figures (H200, 2026-11-27). It is made first.
+    """
     import rmm
+
+    try:
+        from cudf.core.buffer.spill_manager import get_global_manager
+    except ImportError:
+        pass
+    else:
+        get_global_manager()
 
     if rmm.statistics.get_statistics() is None:
         rmm.statistics.enable_statistics()

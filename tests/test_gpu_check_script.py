@@ -262,3 +262,47 @@ def test_the_semantic_step_runs_on_the_corpus_first_documents(tmp_path: Path, mo
     assert steps["semantic"][0][4] == folder  # the command's input
     assert steps["fuzzy"][0][4] == str(data)  # the others keep the whole corpus
     assert bench_gpu_e2e.semantic_subset(files, str(tmp_path / "work"), 0) == (str(data), 6)
+
+
+def test_the_first_steps_rmm_statistics_stay_on_top_of_cudfs_spill_resource(monkeypatch) -> None:
+    # RMM reads statistics from the topmost resource only, and cudf's spill manager pushes
+    # its own on the worker's first cudf buffer: the H200 run lost the first step's peak
+    import types
+
+    class Stats:
+        def __init__(self, upstream: object) -> None:
+            self.upstream_mr, self.allocation_counts = upstream, "counts"
+
+    stack = {"mr": object()}  # the pool
+    rmm = types.ModuleType("rmm")
+    rmm.mr = types.SimpleNamespace(get_current_device_resource=lambda: stack["mr"])
+
+    def enable() -> None:
+        if not isinstance(stack["mr"], Stats):
+            stack["mr"] = Stats(stack["mr"])
+
+    def get() -> object:
+        return stack["mr"].allocation_counts if isinstance(stack["mr"], Stats) else None
+
+    rmm.statistics = types.SimpleNamespace(
+        enable_statistics=enable,
+        get_statistics=get,
+        push_statistics=lambda: get(),
+        pop_statistics=lambda: get(),
+    )
+    monkeypatch.setitem(sys.modules, "rmm", rmm)
+    made = []
+
+    def get_global_manager() -> object:
+        if not made:  # cudf: the first call makes the manager and spills on demand
+            made.append(types.SimpleNamespace(statistics=types.SimpleNamespace(spill_totals={})))
+            stack["mr"] = types.SimpleNamespace(upstream_mr=stack["mr"])
+        return made[0]
+
+    names = ["cudf", "cudf.core", "cudf.core.buffer", "cudf.core.buffer.spill_manager"]
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    sys.modules[names[-1]].get_global_manager = get_global_manager  # type: ignore[attr-defined]
+    bench_gpu_e2e.start_step()
+    get_global_manager()  # the step's first cudf buffer
+    assert rmm.statistics.get_statistics() == "counts"
