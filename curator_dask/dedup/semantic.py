@@ -56,6 +56,7 @@ from curator_dask.io.parquet_dir import (
     rows_per_file,
     write_bytes_atomic,
     write_frame,
+    write_table_atomic,
 )
 
 _KEEP = ("hard", "easy", "first")
@@ -399,7 +400,6 @@ def _write_embeddings(
 ) -> pd.DataFrame:  # fmt: skip
     """Write one partition as ``part-<i>.parquet``: ``id, _uid, vector`` (see the module)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     part = _backend.to_pandas(part)
     if not len(part):  # no file: its vectors' size is unknown (and Parquet has no 0-byte one)
@@ -408,16 +408,13 @@ def _write_embeddings(
     mat = _list_matrix(part[column])
     table = pa.Table.from_pandas(part[["id", "_uid"]], preserve_index=False)
     table = table.append_column("vector", _vector_array(mat))
-    sink = pa.BufferOutputStream()
-    pq.write_table(
-        table, sink,
+    del mat
+    write_table_atomic(
+        table, layout(directory).part_path(i), storage_options,
         compression={"id": "snappy", "_uid": "snappy", "vector": "none"},
         use_dictionary=["id"], write_statistics=["id", "_uid"],
     )  # fmt: skip
-    del table, mat
-    write_bytes_atomic(
-        sink.getvalue().to_pybytes(), layout(directory).part_path(i), storage_options
-    )
+    del table
     release_arrow_memory()
     return pd.DataFrame({"rows": [len(part)]})
 
@@ -953,16 +950,13 @@ def _assign_file(
     path: str, out: str, storage_options: dict[str, Any] | None, centroids: np.ndarray
 ) -> int:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     table = _read_table(path, storage_options, ["id", "_uid", "vector"])
     cluster, sim = _assign(_vector_matrix(table.column("vector")), centroids)
     table = table.drop_columns(["vector"])
     table = table.append_column("cluster", pa.array(cluster, pa.int64()))
     table = table.append_column("centroid_sim", pa.array(sim, pa.float32()))
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    write_bytes_atomic(sink.getvalue().to_pybytes(), out, storage_options)
+    write_table_atomic(table, out, storage_options)
     return len(table)
 
 

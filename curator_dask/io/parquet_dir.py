@@ -61,14 +61,22 @@ def write_parquet_atomic(
     schema: pa.Schema | None = None,
     row_group_size: int | None = None,
 ) -> str:
-    """Write ``frame`` as one Parquet file at ``path``, atomically (see above), straight to
-    the file: never the whole file in memory (before, a buffer and a copy of it as bytes)."""
+    """Write ``frame`` as one Parquet file at ``path``, atomically (see above)."""
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    return write_table_atomic(table, path, storage_options, row_group_size=row_group_size)
+
+
+def write_table_atomic(
+    table: pa.Table, path: str, storage_options: dict[str, Any] | None = None, **options: Any
+) -> str:
+    """Write ``table`` as one Parquet file at ``path`` (``options``: ``pq.write_table``'s),
+    atomically, straight to the file: never the whole file in memory (before, a buffer and
+    a copy of it as bytes)."""
     fs, p = get_fs(path, storage_options)
     if not is_object_store(fs):  # object stores have no folders to create
         fs.makedirs(posixpath.dirname(p), exist_ok=True)
     with atomic_target(fs, p) as target:
-        pq.write_table(table, target, row_group_size=row_group_size)
+        pq.write_table(table, target, **options)
     return path
 
 
@@ -295,9 +303,7 @@ def _conform_part(path: str, schema: pa.Schema, storage_options: dict[str, Any] 
     fs, f = get_fs(path, storage_options)
     with fs.open(f, "rb") as fh:
         table = read_table(fh)
-    sink = pa.BufferOutputStream()
-    pq.write_table(conform_table(table, schema, path), sink)
-    write_bytes_atomic(sink.getvalue().to_pybytes(), path, storage_options)
+    write_table_atomic(conform_table(table, schema, path), path, storage_options)
 
 
 def write_frame(
