@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import pickle
+import struct
 import sys
 import threading
 import time
@@ -87,9 +89,138 @@ def _lean_load(cache: Any) -> Callable[[Any, Any], Any]:
         if not (_runtime_symbols() and hasattr(cache, "_load_overload")):
             return numba_load(sig, target_context)  # another numba: its own way
         with cache._guard_against_spurious_io_errors():
-            return cache._load_overload(sig, target_context)
+            return _load_cached(cache, sig, target_context)
 
     return load_overload  # type: ignore[no-any-return]
+
+
+def _load_cached(cache: Any, sig: Any, target_context: Any) -> Any:
+    """numba's ``cache._load_overload``, leaving two things it does until they are needed.
+
+    - A kernel's cached data names the numba modules whose functions it inlined (the
+      "environments" of ``np.empty``'s implementation, in ``numba.np.arrayobj``), and
+      unpickling it imports them: ``numba.np.arrayobj`` brings ``numba.cpython.unicode``,
+      ``charseq``, ``hashing`` and ``randomimpl`` (about 0.05 CPU-s and 4 MB). Machine code
+      that was compiled in nopython mode never reads such a module's globals, so an
+      environment of a numba module not imported yet is given its name and constants only
+      (:func:`_environment`).
+    - numba parses the LLVM bitcode stored beside each kernel's machine code, in case a
+      later compile links against it, and reads the names of what the code defines from
+      it (about 5 MB, most of it LLVM's bitcode reader). The names are read from the object
+      code's symbol table instead, and the bitcode is parsed when a compile first links
+      against the kernel (:func:`_link_later`).
+
+    Either falls back to numba's own way where this numba or platform differs (another
+    object format than ELF; a cache without these internals).
+    """
+    from numba.core.compiler_lock import global_compiler_lock
+
+    files: Any = getattr(cache, "_cache_file", None)
+    if not (
+        hasattr(cache, "_enabled")
+        and hasattr(cache, "_impl")
+        and hasattr(files, "_load_index")
+        and hasattr(files, "_data_path")
+    ):
+        return cache._load_overload(sig, target_context)
+    if not cache._enabled:
+        return None
+    with global_compiler_lock:  # numba holds it already while it loads; the codegen is shared
+        codegen = target_context.codegen()
+        data_name = files._load_index().get(cache._index_key(sig, codegen))
+        if data_name is None:
+            return None
+        try:
+            with open(files._data_path(data_name), "rb") as f:
+                data = _CacheUnpickler(f).load()
+        except OSError:  # removed while the index still names it: numba's answer too
+            return None
+        codegen.unserialize_library = functools.partial(_unserialize, codegen)
+        try:
+            return cache._impl.rebuild(target_context, data)
+        finally:
+            del codegen.unserialize_library
+
+
+class _CacheUnpickler(pickle.Unpickler):
+    """numba's cache data, with :func:`_environment` for the environments in it."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = super().find_class(module, name)
+        if (module, name) == ("numba.core.environment", "_rebuild_env"):
+            return functools.partial(_environment, found)
+        return found
+
+
+def _environment(rebuild: Callable[..., Any], modname: Any, consts: Any, env_name: str) -> Any:
+    """numba's ``_rebuild_env``, without importing a numba module that is not imported yet."""
+    if not isinstance(modname, str) or not modname.startswith("numba.") or modname in sys.modules:
+        return rebuild(modname, consts, env_name)
+    from numba.core.environment import Environment, lookup_environment
+
+    env = lookup_environment(env_name)
+    if env is None:
+        env = Environment({"__name__": modname})
+        env.consts[:] = consts
+        env.env_name = env_name
+        Environment._memo[env_name] = env
+    return env
+
+
+def _unserialize(codegen: Any, serialized: tuple[str, str, Any]) -> Any:
+    """numba's ``codegen.unserialize_library`` for object code, without parsing its bitcode."""
+    name, kind, data = serialized
+    symbols = _defined_symbols(data[0]) if kind == "object" else None
+    if symbols is None:
+        return type(codegen).unserialize_library(codegen, serialized)
+    library = _link_later(codegen._library_class)(codegen, name)
+    library.enable_object_caching()
+    library._set_compiled_object(data[0])
+    library._link_bitcode = data[1]
+    library._finalize_final_module()
+    codegen._engine._defined_symbols |= symbols  # as numba's _load_defined_symbols
+    return library
+
+
+@functools.cache
+def _link_later(library_class: type) -> type:
+    """``library_class`` whose bitcode for linking is parsed when first linked against."""
+
+    class LinkLater(library_class):  # type: ignore[misc, valid-type]
+        _link_bitcode: bytes | None = None
+        _shared_module: Any
+
+        def _get_module_for_linking(self) -> Any:
+            if self._shared_module is None and self._link_bitcode is not None:
+                import llvmlite.binding as ll
+
+                self._shared_module = ll.parse_bitcode(self._link_bitcode)
+                self._link_bitcode = None
+            return super()._get_module_for_linking()
+
+    return LinkLater
+
+
+def _defined_symbols(obj: bytes) -> set[str] | None:
+    """The names an ELF-64 little-endian object file defines (functions, data, no type),
+    as numba reads them from the module's bitcode; None for any other object format."""
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return None
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+    names: set[str] = set()
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        strings = sections[link][4]
+        for at in range(offset, offset + size, entsize or 24):
+            name, info, _, section, _, _ = struct.unpack_from("<IBBHQQ", obj, at)
+            # defined (a section, not SHN_UNDEF) and NOTYPE, OBJECT or FUNC
+            if name and section and info & 0xF in (0, 1, 2):
+                end = obj.index(b"\0", strings + name)
+                names.add(obj[strings + name : end].decode())
+    return names
 
 
 _RUNTIME = threading.Lock()

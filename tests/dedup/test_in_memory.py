@@ -190,18 +190,31 @@ def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
     without refreshing numba's CPU target: no typing and lowering registries
     (``numba.np.arraymath``, ``numba.typed``, cffi's C parser) and no compile of numba's
     runtime module. Nor SciPy (numba's version check) nor ``pyarrow.dataset`` (a Parquet
-    file read through it). The run removes what it did, and a kernel compiled afterwards
-    in the same process works."""
+    file read through it); nor ``numba.np.arrayobj``, whose environments the kernels'
+    cached data names, nor any kernel's LLVM bitcode parsed. The run removes what it did,
+    and kernels compiled afterwards in the same process work: one that raises from
+    ``np.empty``, one that links a cached kernel in (its bitcode parsed then)."""
     code = (
         "import json, sys\n"
+        "import llvmlite.binding as ll\n"
+        "parsed, parse = [], ll.parse_bitcode\n"
+        "ll.parse_bitcode = lambda data: parsed.append(len(data)) or parse(data)\n"
         "from curator_dask.cli import main\n"
         "assert main(sys.argv[1:]) == 0\n"
         "from numba.core.runtime import rtsys\n"
         "mods = ('numba.np.arraymath', 'numba.typed.listobject', 'cffi', 'scipy',\n"
-        "        'pyarrow.dataset')\n"
-        "print(json.dumps([m for m in mods if m in sys.modules] + ['rtsys'] * rtsys._init))\n"
+        "        'pyarrow.dataset', 'numba.np.arrayobj')\n"
+        "print(json.dumps([m for m in mods if m in sys.modules] + ['rtsys'] * rtsys._init\n"
+        "                 + ['bitcode'] * len(parsed)))\n"
         "import numba, numpy as np\n"
+        "from curator_dask.dedup.minhash import jaccard_sorted\n"
         "print(numba.njit(lambda n: np.arange(n).sum())(10))\n"
+        "try:\n"
+        "    numba.njit(lambda n: np.empty(n, np.int64).size)(-1)\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+        "a, b = np.array([1, 2, 3], np.uint64), np.array([2, 3, 4], np.uint64)\n"
+        "print(numba.njit(lambda a, b: jaccard_sorted(a, b))(a, b), bool(parsed))\n"
     )
     from curator_dask.cli import main
 
@@ -220,9 +233,11 @@ def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    imported, compiled_after = done.stdout.splitlines()[-2:]
+    imported, compiled_after, raised, linked = done.stdout.splitlines()[-4:]
     assert json.loads(imported) == []  # every kernel from the cache
     assert compiled_after == "45"
+    assert raised == "negative dimensions not allowed"
+    assert linked == "0.5 True"
     assert _ids(tmp_path / "second" / "removed_ids") == _ids(tmp_path / "first" / "removed_ids")
     assert _ids(tmp_path / "second" / "removed_ids")
     kept = _ids(tmp_path / "second" / "deduplicated")
