@@ -18,7 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from curator_dask.config import register_defaults
+from curator_dask._dask_widgets import import_dask
+
+import_dask()  # dask's notebook widgets import Jinja2 when first drawn, not now
+
+from curator_dask.config import register_defaults  # noqa: E402
 
 register_defaults()
 

@@ -73,3 +73,30 @@ def test_dashboard_link_is_none_for_a_local_cluster_without_the_dashboard() -> N
         assert client.dashboard_link  # distributed still names its HTTP server
         assert dashboard_link(client) is None
     assert dashboard_link(None) is None
+
+
+_WIDGETS = """
+import json, sys
+import curator_dask
+loaded = ["jinja2"] if "jinja2" in sys.modules else []
+import dask
+from distributed.security import Security
+drawn = [dask.delayed(sum)([1, 2]).dask._repr_html_(), Security()._repr_html_()]
+print(json.dumps([loaded, "jinja2" in sys.modules, ["<div" in html for html in drawn]]))
+"""
+
+
+def test_dask_comes_without_jinja2_and_draws_its_widgets_when_asked() -> None:
+    """``import curator_dask`` (every command run) imports dask without Jinja2, which only
+    dask's notebook widgets use; dask's and distributed's HTML reprs still draw (a graph
+    through ``dask.highlevelgraph``, imported with dask; a ``distributed`` object, imported
+    after), importing it then."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _WIDGETS],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == [[], True, [True, True]]
