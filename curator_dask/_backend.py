@@ -101,6 +101,49 @@ def device_for(key: str, library: str, settings: tuple[str, ...] = DEVICES) -> s
     return "gpu" if import_rapids(library, required=setting == "gpu") is not None else "host"
 
 
+def import_error(module: str) -> str | None:
+    """None where ``module`` imports in this process, else why not, in one line.
+
+    What :func:`device_on_workers` runs on each worker.
+
+    >>> import_error("json") is None
+    True
+    >>> import_error("curator_dask_no_such_module")
+    "ModuleNotFoundError: No module named 'curator_dask_no_such_module'"
+    """
+    try:
+        importlib.import_module(module)
+    except Exception as err:
+        text = str(err).splitlines()[0] if str(err) else ""
+        return f"{type(err).__name__}: {text}"
+    return None
+
+
+def device_on_workers(device: str, key: str, module: str, client: Any) -> tuple[str, str | None]:
+    """``device`` as :func:`device_for` picked it, checked on the workers that run the step.
+
+    :func:`device_for` imports the GPU library in the client's process. A worker's process
+    can still fail to import it (another library path, a shared library loaded first by
+    another package), and a task that carries the library's objects then kills each worker
+    that unpickles it, until the scheduler gives up. So before such a step every worker of
+    ``client`` imports ``module``: where all do, ``(device, None)``; where one does not,
+    ``("host", note)`` under ``auto`` (``note`` names the first such worker and its error,
+    for the caller to say), and an ``ImportError`` saying the same when ``curator.<key>`` is
+    ``gpu``. ``host``, or no client (one process), is returned as it is.
+    """
+    if device != "gpu" or client is None:
+        return device, None
+    answers = client.run(import_error, module)
+    failed = sorted((w, e) for w, e in answers.items() if e)
+    if not failed:
+        return device, None
+    worker, err = failed[0]
+    where = f"{module} does not import on {len(failed)} of {len(answers)} workers ({worker}: {err})"
+    if str(dask.config.get(f"curator.{key}", default="auto")) == "gpu":
+        raise ImportError(f"curator.{key} is gpu, but {where}; see docs/gpu.md")
+    return "host", f"{where}: this step runs on the host"
+
+
 def frame_module(name: str | None = None) -> ModuleType:
     """Return the module (``pandas`` or ``cudf``) that builds partitions for ``name``."""
     name = name or backend_name()

@@ -41,6 +41,14 @@ if ! "$PY" -c "import cudf" >/dev/null 2>&1 \
   fi
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+# cuML's libcuvs needs a newer libnvJitLink.so.13 than torch cu130 brings, and a process
+# loads one library of a name: where the carried one is in the site folder, every process
+# (the commands' workers too) preloads it, before torch can load its own.
+JITLINK=${SITE:-/var/tmp/curator-gpu-site}/nvidia/cu13/lib/libnvJitLink.so.13
+if [ -f "$JITLINK" ]; then
+  export LD_PRELOAD=$JITLINK${LD_PRELOAD:+:$LD_PRELOAD}
+  echo "gpu_check: preloading $JITLINK"
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
 "$PY" -c "import sys, numpy, pandas, pyarrow, numba, dask; print(sys.version.split()[0], 'numpy', numpy.__version__, 'pandas', pandas.__version__, 'pyarrow', pyarrow.__version__, 'numba', numba.__version__, 'dask', dask.__version__)" | tee -a "$OUT/gpu.txt"
 for mod in cupy cudf dask_cudf dask_cuda rmm cuml torch; do

@@ -7,6 +7,7 @@ the commands they build would be found there, at the cost of a device run.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -306,3 +307,35 @@ def test_the_first_steps_rmm_statistics_stay_on_top_of_cudfs_spill_resource(monk
     bench_gpu_e2e.start_step()
     get_global_manager()  # the step's first cudf buffer
     assert rmm.statistics.get_statistics() == "counts"
+
+
+@pytest.mark.parametrize("carried", [True, False])
+def test_the_script_preloads_a_carried_nvjitlink_in_every_process(
+    tmp_path: Path, carried: bool
+) -> None:
+    """cuML's libcuvs needs a newer libnvJitLink than torch cu130's (H200, 2026-11-27): the
+    carried one is preloaded for every process the script starts; none is set otherwise."""
+    site = tmp_path / "site"
+    lib = site / "nvidia" / "cu13" / "lib" / "libnvJitLink.so.13"
+    if carried:
+        lib.parent.mkdir(parents=True)
+        lib.write_bytes(b"")
+    seen = tmp_path / "seen.txt"
+    fake = tmp_path / "python3"  # every "$PY ..." of the script: records what it was given
+    fake.write_text(f'#!/bin/sh\necho "LD_PRELOAD=$LD_PRELOAD $*" >> {seen}\n')
+    fake.chmod(0o755)
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(tmp_path), "PY": str(fake),
+        "SITE": str(site), "OUT": str(tmp_path / "out"),
+    }  # fmt: skip
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_check.sh")],
+        cwd=tmp_path, env=env, capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    calls = seen.read_text().splitlines()
+    assert any("gpu_check.py" in c for c in calls)
+    assert any("pytest" in c for c in calls)
+    started = [c for c in calls if "pytest" in c or "gpu_check.py" in c or "__version__" in c]
+    assert len(started) >= 3
+    for call in started:  # all but the install's own probes (does cudf import?)
+        assert call.startswith(f"LD_PRELOAD={lib} " if carried else "LD_PRELOAD= "), call

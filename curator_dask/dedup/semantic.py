@@ -211,6 +211,12 @@ class SemanticDeduplicationWorkflow(SemanticParams, DedupWorkflow):
         # through the backend's one seam (auto: cuML under the cudf backend)
         device = _backend.device_for("dedup.kmeans-device", "cuml")
         if n_clusters:
+            # cuML's estimator pickles its objects to the workers: each must import it too
+            device, note = _backend.device_on_workers(
+                device, "dedup.kmeans-device", "cuml.dask.cluster", run.client
+            )
+            if note:
+                run.reporter.say(f"k-means: {note}")
             centroids, iterations = KMEANS[device](
                 files, sizes, n_clusters, self.seed, self.kmeans_max_iter, so, run
             )

@@ -8,6 +8,7 @@ held to (adjusted Rand index, centroids after matching), is checked here on any 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -117,6 +118,96 @@ def test_the_gpu_implementation_is_given_the_runs_client(monkeypatch, tmp_path):
     run = types.SimpleNamespace(client="the-client", reporter=None)
     KMEANS["gpu"](["f"], [3], 2, 0, 5, None, run)
     assert seen == {"files": ["f"], "k": 2, "client": "the-client"}
+
+
+_BROKEN_CUML = """
+import os
+# imports in the test's process only: a worker process fails as a worker did on an H200
+# (2026-11-27) where torch had loaded an older libnvJitLink before cuML's libraries
+if os.getpid() != int(os.environ["CURATOR_TEST_CUML_PID"]):
+    raise ImportError("libcuml.so: cannot open shared object file: No such file or directory")
+"""
+
+
+@pytest.fixture
+def cuml_on_the_client_only(tmp_path, monkeypatch):
+    """A ``cuml`` package that imports in this process and fails in every other one."""
+    pkg = tmp_path / "site" / "cuml"
+    (pkg / "dask").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(_BROKEN_CUML)
+    (pkg / "dask" / "__init__.py").write_text("")
+    (pkg / "dask" / "cluster.py").write_text("class KMeans:\n    pass\n")
+    monkeypatch.setenv("CURATOR_TEST_CUML_PID", str(os.getpid()))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), *sys.path]))
+    for name in [m for m in sys.modules if m == "cuml" or m.startswith("cuml.")]:
+        monkeypatch.delitem(sys.modules, name)
+    import cuml.dask.cluster  # noqa: F401 - it imports here
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, Client(cluster) as client:  # fmt: skip
+        yield client
+
+
+def test_workers_that_cannot_import_cuml_keep_kmeans_on_the_host(
+    tmp_path, monkeypatch, cuml_on_the_client_only
+):
+    """cuML imports here but not on the workers: auto says so and runs the host's k-means
+    (before, the estimator's tasks killed each worker that unpickled them, until the run
+    was stopped); the step records where it ran, and its result is the host's."""
+    v = _vectors(seed=4)
+    wf = _workflow(tmp_path, v)
+    wf.client = cuml_on_the_client_only
+    emb = wf.compute_embeddings()
+    called = []
+    host = KMEANS["host"]
+
+    def gpu(*args):
+        called.append("gpu")
+        raise AssertionError("cuML's k-means was sent to workers that cannot import it")
+
+    def recording_host(*args):
+        called.append("host")
+        return host(*args)
+
+    monkeypatch.setitem(KMEANS, "gpu", gpu)
+    monkeypatch.setitem(KMEANS, "host", recording_host)
+    said = []
+    monkeypatch.setattr("curator_dask.progress.Reporter.say", lambda self, text: said.append(text))
+    with dask.config.set({"dataframe.backend": "cudf"}):
+        km = wf.compute_clusters(emb)
+    assert called == ["host"]
+    assert json.loads((Path(km) / "_DONE").read_text())["device"] == "host"
+    (note,) = [t for t in said if "k-means" in t]
+    assert "cuml.dask.cluster does not import on 2 of 2 workers" in note
+    assert "libcuml.so: cannot open shared object file" in note
+    ref, _ = kmeans_reference(v, 6, 2, wf.kmeans_max_iter)
+    np.testing.assert_allclose(np.load(Path(km) / "centroids.npy"), ref, rtol=0, atol=1e-6)
+
+
+def test_kmeans_device_gpu_with_workers_that_cannot_import_cuml_is_an_error(
+    cuml_on_the_client_only,
+):
+    with (
+        dask.config.set({"curator.dedup.kmeans-device": "gpu"}),
+        pytest.raises(ImportError, match=r"kmeans-device is gpu, but cuml.dask.cluster does not "
+                      r"import on 2 of 2 workers \(tcp://.*: ImportError: libcuml.so"),
+    ):  # fmt: skip
+        _backend.device_on_workers("gpu", KEY, "cuml.dask.cluster", cuml_on_the_client_only)
+
+
+def test_workers_that_import_the_library_keep_the_device(cuml_on_the_client_only):
+    assert _backend.device_on_workers("gpu", KEY, "json", cuml_on_the_client_only) == (
+        "gpu",
+        None,
+    )
+    assert _backend.device_on_workers("host", KEY, "cuml", cuml_on_the_client_only) == (
+        "host",
+        None,
+    )
+    assert _backend.device_on_workers("gpu", KEY, "cuml", None) == ("gpu", None)
 
 
 # -- the tolerance ----------------------------------------------------------------------------
