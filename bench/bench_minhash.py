@@ -1,11 +1,15 @@
 """MinHash signature throughput on one core: curator_dask vs rensa and datasketch.
 
     python bench/bench_minhash.py [--docs 20000] [--peer-docs 2000] [--num-hashes 260]
-                                  [--baseline REV]
+                                  [--baseline REV] [--phases] [--checkout DIR]
 
 ``--baseline REV`` adds, in the same run, our text-to-signature rows with
 ``curator_dask/dedup/minhash.py`` as it was at git revision ``REV`` (impl
 ``curator_dask@REV``), and checks that both give the same signatures.
+``--checkout DIR`` (with ``git worktree add --detach DIR REV``) times only text to
+signatures, of this checkout's whole package and of ``DIR``'s, in processes of their own
+that alternate, and checks that both give the same signatures: a regression check in which
+nothing of the other revision is borrowed from this one.
 
 Two measurements, every implementation in the same run, CPU seconds of this process (the box
 may be shared; CPU time is what one core delivers), numba and rayon held to one thread:
@@ -33,7 +37,12 @@ tokenises, hashes the tokens (FNV-1a) and rolls the shingle hashes in one pass; 
 on the text normalised beforehand (``raw``: no normalisation tables), so that normalisation is
 the difference; the rolling shingle hash alone over one value per token; the signature kernel
 as called (its pass over each document's distinct shingles, then the permutations); and the
-signature kernel on each document's distinct shingles given (the permutations alone).
+signature kernel on each document's distinct shingles given (the permutations alone). Two
+rates say how near each kernel is to its floor: the permutations' G pairs per CPU-second
+(distinct shingles x permutations), and ns a byte of the word kernel against a bare FNV-1a
+chain over the same bytes (one dependent multiply a byte, nothing else). The last line
+gives the docs/CPU-s caps they imply: the permutations alone, and the permutations plus the
+bare chain (shingling at its floor).
 
 Corpora: ``multilingual`` -- real sentences in 60-odd languages, the example sentences
 shipped with spaCy (``spacy.lang.*.examples``); each document is one language's sentences
@@ -273,6 +282,16 @@ def _roll_all(values, offsets, ngram, out):  # pragma: no cover - compiled
     return pos
 
 
+@numba.njit(nogil=True)
+def _fnv_chain(data):  # pragma: no cover - compiled
+    """FNV-1a over every byte as one chain of dependent multiplies: no table, no token, no
+    store. The floor of any word kernel that hashes each byte of its output this way."""
+    h = minhash.FNV_OFFSET
+    for p in range(len(data)):
+        h = (h ^ np.uint64(data[p])) * minhash.FNV_PRIME
+    return h
+
+
 def phases(name: str, docs: list[str], args: argparse.Namespace) -> list[dict]:
     """Where our text-to-signature time goes, step by step (see the module docstring)."""
     from curator_dask.dedup._normtables import norm_tables
@@ -303,6 +322,7 @@ def phases(name: str, docs: list[str], args: argparse.Namespace) -> list[dict]:
             "    rolling shingle hash alone (one value a token)",
             lambda: _roll_all(tokens, token_off, ng, out),
         ),
+        ("    floor: FNV-1a's multiply chain over every byte", lambda: _fnv_chain(data)),
         (
             "  signatures (distinct pass + permutations)",
             lambda: minhash_signatures(hashes, shingle_off, perms),
@@ -328,6 +348,19 @@ def phases(name: str, docs: list[str], args: argparse.Namespace) -> list[dict]:
     total = rows[0]["cpu_ms"]
     for r in rows:
         r["share"] = f"{r['cpu_ms'] / total:.0%}" if total else ""
+        r["rate"] = ""
+    # the two floors: ns a byte of FNV-1a's chain, G pairs a CPU-second of the permutations
+    sec = {r["step"].strip(): r["cpu_ms"] / 1e3 for r in rows}
+    by_step = {r["step"].strip(): r for r in rows}
+    for step, r in by_step.items():
+        if step.startswith(("word kernel", "the same on", "floor")) and sec[step]:
+            nbytes = len(norm_data) if step.startswith("the same on") else len(data)
+            r["rate"] = f"{sec[step] / max(nbytes, 1) * 1e9:.2f} ns/byte"
+    pairs = len(distinct) * args.num_hashes
+    perm = "signatures of distinct shingles given"
+    if sec[perm]:
+        by_step[perm]["rate"] = f"{pairs / sec[perm] / 1e9:.2f} G pairs/s"
+    floors = sec[perm] + sec["floor: FNV-1a's multiply chain over every byte"]
     rows.append(
         {
             "corpus": name,
@@ -336,8 +369,82 @@ def phases(name: str, docs: list[str], args: argparse.Namespace) -> list[dict]:
             "cpu_ms": "",
             "us_per_doc": "",
             "share": "",
+            "rate": "",
         }
     )
+    rows.append(
+        {
+            "corpus": name,
+            "step": "  caps, docs/CPU-s: permutations alone "
+            + (f"{n / sec[perm]:,.0f}" if sec[perm] else "-")
+            + ", permutations + the byte chain "
+            + (f"{n / floors:,.0f}" if floors else "-"),
+            "cpu_ms": "",
+            "us_per_doc": "",
+            "share": "",
+            "rate": "",
+        }
+    )
+    return rows
+
+
+def time_text(corpus: str, args: argparse.Namespace) -> dict:
+    """Best-of-``args.rounds`` CPU seconds of text -> signatures with whatever
+    ``curator_dask`` this process imports, and a digest of the signatures."""
+    import hashlib
+
+    import curator_dask
+
+    docs = multilingual_docs(args.docs) if corpus == "multilingual" else english_docs(args.docs)
+    text = pd.Series(docs, dtype=pd.StringDtype("pyarrow"))
+    perms = minhash_permutations(args.num_hashes, 42)
+    sig = minhash_signatures(*shingle_hashes(text, args.ngram), perms)  # compile, warm
+    sec = cpu(lambda: minhash_signatures(*shingle_hashes(text, args.ngram), perms), args.rounds)
+    return {
+        "package": os.path.dirname(os.path.dirname(os.path.abspath(curator_dask.__file__))),
+        "cpu_s": sec,
+        "digest": hashlib.sha256(sig.tobytes()).hexdigest()[:16],
+    }
+
+
+def checkouts(args: argparse.Namespace) -> list[dict]:
+    """Text -> signatures of this checkout's whole package and of ``args.checkout``'s, each in
+    a process of its own, the two alternating (``--repeat`` times each, best kept), on the
+    same corpora; their signatures must be equal. Unlike ``--baseline`` (only ``minhash.py``
+    swapped) the other checkout's normalisation tables and kernel helpers are its own."""
+    import json
+    import subprocess
+
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"this checkout": ours, args.checkout: os.path.abspath(args.checkout)}
+    rows = []
+    for name in ("multilingual", "english"):
+        best: dict[str, dict] = {}
+        for _ in range(args.repeat):
+            for label, root in trees.items():
+                env = dict(os.environ, PYTHONPATH=root)
+                cmd = [sys.executable, os.path.abspath(__file__), "--time-text", name]
+                cmd += ["--docs", str(args.docs), "--num-hashes", str(args.num_hashes)]
+                cmd += ["--ngram", str(args.ngram), "--rounds", str(args.rounds)]
+                out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+                got = json.loads(out.stdout.strip().splitlines()[-1])
+                assert got["package"] == root, f"{label}: imported {got['package']}"
+                if label not in best or got["cpu_s"] < best[label]["cpu_s"]:
+                    best[label] = got
+        digests = {b["digest"] for b in best.values()}
+        assert len(digests) == 1, f"{name}: the checkouts' signatures differ"
+        for label, b in best.items():
+            rows.append(
+                {
+                    "corpus": name,
+                    "package": label,
+                    "docs": args.docs,
+                    "cpu_s": round(b["cpu_s"], 4),
+                    "docs_per_cpu_s": round(args.docs / b["cpu_s"]),
+                    "ours_vs": round(b["cpu_s"] / best["this checkout"]["cpu_s"], 2),
+                    "signatures": b["digest"],
+                }
+            )
     return rows
 
 
@@ -387,7 +494,35 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--phases", action="store_true", help="only the split of our time into its steps"
     )
+    ap.add_argument(
+        "--checkout",
+        default=None,
+        help="another checkout's directory: only text -> signatures of its whole package "
+        "against this one's, each in processes of its own, alternating",
+    )
+    ap.add_argument("--repeat", type=int, default=5, help="--checkout: processes per checkout")
+    ap.add_argument("--rounds", type=int, default=15, help="--checkout: timed runs a process")
+    ap.add_argument("--time-text", default=None, help=argparse.SUPPRESS)  # one such process
     args = ap.parse_args(argv)
+    if args.time_text:
+        import json
+
+        got = time_text(args.time_text, args)
+        print(json.dumps(got))
+        return got
+    if args.checkout:
+        rows = checkouts(args)
+        print(
+            f"Text -> signatures, this checkout's package against {args.checkout}'s, each in "
+            f"processes of its own ({args.repeat} alternating, best of {args.rounds} runs "
+            f"each), {args.docs} documents, one core (CPU seconds)"
+        )
+        cols = ["corpus", "package", "docs", "cpu_s", "docs_per_cpu_s", "ours_vs", "signatures"]
+        print(table(rows, cols))
+        print("ours_vs: this row's CPU seconds divided by this checkout's (above 1: slower)")
+        payload = {"checkouts": rows, "checkout": args.checkout, "repeat": args.repeat}
+        print("wrote", write_json("bench_minhash_checkout", payload))
+        return payload
     from importlib.metadata import version
 
     corpora = {"multilingual": multilingual_docs(args.docs), "english": english_docs(args.docs)}
@@ -397,7 +532,7 @@ def main(argv: list[str] | None = None) -> dict:
             f"Where the text-to-signature time goes: word {args.ngram}-grams, "
             f"{args.num_hashes} hashes, {args.docs} documents, one core (CPU ms, best of 7)"
         )
-        print(table(split, ["corpus", "step", "cpu_ms", "us_per_doc", "share"]))
+        print(table(split, ["corpus", "step", "cpu_ms", "us_per_doc", "share", "rate"]))
         payload = {"phases": split, "num_hashes": args.num_hashes, "ngram": args.ngram}
         print("wrote", write_json("bench_minhash_phases", payload))
         return payload
