@@ -139,9 +139,9 @@ def ref_minhash(hashes, offsets, perms, use_64):
 
 
 @pytest.mark.parametrize("use_64", [False, True])
-@pytest.mark.parametrize("num_hashes", [1, 7, 9, 16, 17, 64, 260])
+@pytest.mark.parametrize("num_hashes", [1, 7, 8, 9, 16, 17, 24, 25, 64, 260])
 def test_kernel_equals_numpy_reference(use_64, num_hashes, kernel32):
-    # num_hashes around the kernel's padding to 16 permutations (two 512-bit vectors)
+    # num_hashes around the kernel's padding to 8 permutations (one 512-bit vector)
     rng = np.random.default_rng(num_hashes)
     # lengths around the kernel's block of 8 shingles, empty documents included
     lengths = np.array([0, 1, 7, 8, 9, 15, 16, 17, 0, 3, 200, 1])
