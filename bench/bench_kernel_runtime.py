@@ -47,14 +47,35 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
+def load_baseline(base: Path) -> tuple[ModuleType, ModuleType]:
+    """The baseline's ``_text_kernels`` and ``dedup.minhash``, under other names.
+
+    They compile the baseline's way: while they load, ``curator_dask._kernels`` is the
+    baseline's own (its numba settings: the LLVM level, which functions compile as helpers),
+    not this checkout's, which they would otherwise import and compile with. Other modules
+    they import (``curator_dask.dedup._normtables``, ...) are this checkout's.
+    """
+    import curator_dask._kernels  # noqa: F401  (in sys.modules)
+
+    ours = sys.modules["curator_dask._kernels"]
+    sys.modules["curator_dask._kernels"] = _load(
+        "base_kernels", base / "curator_dask" / "_kernels.py"
+    )
+    try:
+        old_kernels = _load("base_text_kernels", base / "curator_dask" / "_text_kernels.py")
+        old_minhash = _load("base_minhash", base / "curator_dask" / "dedup" / "minhash.py")
+    finally:
+        sys.modules["curator_dask._kernels"] = ours
+    return old_kernels, old_minhash
+
+
 def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     from curator_dask import _text_kernels as kernels
     from curator_dask import text as text_kit
     from curator_dask.dedup import minhash
     from curator_dask.demo import SAMPLE
 
-    old_minhash = _load("base_minhash", base / "curator_dask" / "dedup" / "minhash.py")
-    old_kernels = _load("base_text_kernels", base / "curator_dask" / "_text_kernels.py")
+    old_kernels, old_minhash = load_baseline(base)
     with gzip.open(SAMPLE, "rt") as f:
         texts = [json.loads(line)["text"] for line in f][:docs]
     series = pd.Series(texts, dtype=object)
