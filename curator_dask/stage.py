@@ -17,8 +17,11 @@ inside a task graph, and :meth:`setup` runs once per worker process.
 from __future__ import annotations
 
 import copy
+import ctypes
 import dataclasses
+import functools
 import re
+import sys
 import threading
 import time
 import weakref
@@ -333,6 +336,26 @@ def release_arrow_memory() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
+
+
+def release_freed_memory() -> None:
+    """:func:`release_arrow_memory`, and the freed pages that the C library's allocator
+    keeps (glibc's ``malloc_trim``; nothing elsewhere). It walks the heap (milliseconds),
+    so it is for between the steps of a run in one process, not for every partition."""
+    release_arrow_memory()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # a C library without it (musl)
+        return None
 
 
 def maskable(stage: ProcessingStage, part: Any) -> bool:

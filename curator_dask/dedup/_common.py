@@ -38,6 +38,7 @@ from curator_dask.io.parquet_dir import (
     write_frame,
 )
 from curator_dask.monitoring import hooks as _monitoring  # noqa: F401  (registers its hooks)
+from curator_dask.stage import release_freed_memory
 
 UID_SHIFT = 32  # uid = partition << 32 | row
 
@@ -289,6 +290,8 @@ class DedupWorkflow:
         """
         so, r = run.storage_options, run.reporter
         in_memory = isinstance(members, pd.DataFrame)  # an in-memory run: pandas frames
+        if in_memory:  # the outputs are built on top of what the steps before freed
+            release_freed_memory()
         with r.step("output"):
             mdir = join(work_dir, "members")
             write_frame([members] if in_memory else members, mdir, r, "duplicate groups", so)

@@ -128,6 +128,7 @@ class _ReadPart:
         fs, p = get_fs(path, self.storage_options)
         with fs.open(p, "rb") as fh:
             frame = read_table(fh, self.columns).to_pandas()
+        release_arrow_memory()  # the file's pages and decoded buffers, freed by now
         return self.conform(frame)
 
     def conform(self, frame: pd.DataFrame) -> pd.DataFrame:

@@ -10,8 +10,10 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import dask.config
+import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
@@ -243,3 +245,41 @@ def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
     assert _ids(tmp_path / "second" / "removed_ids")
     kept = _ids(tmp_path / "second" / "deduplicated")
     assert len(kept) + len(_ids(tmp_path / "second" / "removed_ids")) + 1 == 301  # 1 quarantined
+
+
+@pytest.mark.parametrize("method", ["fuzzy", "exact"])
+def test_an_in_memory_run_gives_back_what_its_steps_freed_before_its_outputs(
+    tmp_path: Path, src: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """The steps before the output step free their frames, but glibc's allocator and
+    Arrow's keep the pages for reuse: the output step, the run's peak, would stack on top of
+    them. An in-memory run gives them back once, before any output is written (and every
+    step-cache file read gives Arrow's back); the outputs are those of the dask path."""
+    from curator_dask import stage
+    from curator_dask.io import parquet_dir
+
+    trims: list[bool] = []
+    arrow: list[int] = []
+    monkeypatch.setattr(
+        stage,
+        "_malloc_trim",
+        lambda: lambda pad: trims.append((out / "removed_ids").exists()),
+        raising=False,
+    )
+    real = parquet_dir.release_arrow_memory
+    monkeypatch.setattr(parquet_dir, "release_arrow_memory", lambda: arrow.append(1) or real())
+    out = tmp_path / method
+    if method == "fuzzy":
+        wf: Any = _workflow(src, tmp_path, method)
+    else:
+        wf = ExactDeduplicationWorkflow(
+            input_path=str(src), output_path=str(out), perform_removal=True
+        )
+    got = _run(wf)
+    assert trims == [False]  # once (only an in-memory run does), before the first output
+    files = sorted((out / "removed_ids").glob("*.parquet"))
+    before = len(arrow)
+    parquet_dir.read_part_frames([str(f) for f in files], pd.DataFrame({"id": []}))
+    assert len(arrow) - before == len(files)  # a read gives Arrow's freed pages back
+    assert got.removed == len(_ids(out / "removed_ids")) > 0
+    assert len(_ids(out / "deduplicated")) + got.removed + got.quarantined == 301
