@@ -15,9 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from fsspec.core import url_to_fs
-
 from curator_dask.errors import TruncatedInputError
+from curator_dask.io._local import LocalFiles, is_plain, strip
 
 #: Compression recognised by file-name suffix; such files are always read whole.
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
@@ -129,7 +128,7 @@ def list_files(
 def _list_one(
     url: str, suffixes: tuple[str, ...], storage_options: dict[str, Any] | None
 ) -> tuple[Any, list[dict[str, Any]]]:
-    fs, root = url_to_fs(url, **(storage_options or {}))
+    fs, root = get_fs(url, storage_options)
     if any(c in root for c in _GLOB_CHARS):
         entries = fs.glob(root, detail=True)
         infos = [e for e in entries.values() if e.get("type") != "directory"]
@@ -163,9 +162,39 @@ def _full_path(fs: Any, name: str) -> str:
     return fs.unstrip_protocol(name)
 
 
+_LOCAL = LocalFiles()
+
+
 def get_fs(path: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
-    """Return ``(filesystem, path within it)`` for a local or remote path."""
-    return url_to_fs(path, **(storage_options or {}))
+    """Return ``(filesystem, path within it)`` for a local or remote path.
+
+    The one place a path gets its file system: fsspec's for a URL, storage options or a
+    chain; for a plain local path, :class:`~curator_dask.io._local.LocalFiles` (fsspec's
+    local file system without importing fsspec).
+    """
+    path = os.fspath(path)
+    if is_plain(path, storage_options):
+        return _LOCAL, strip(path)
+    from fsspec.core import url_to_fs
+
+    return url_to_fs(path, **(storage_options or {}))  # type: ignore[no-any-return]
+
+
+def split_protocol(path: str) -> tuple[str | None, str]:
+    """``(protocol or None, the rest)``, as fsspec splits a URL (a Windows drive letter is no
+    protocol).
+
+    >>> split_protocol("s3://bucket/key"), split_protocol("/data/x")
+    (('s3', 'bucket/key'), (None, '/data/x'))
+    """
+    if "://" in path:
+        protocol, rest = path.split("://", 1)
+        if len(protocol) > 1:
+            return protocol, rest
+    if path.startswith("data:"):
+        protocol, rest = path.split(":", 1)
+        return protocol, rest
+    return None, path
 
 
 def is_object_store(fs: Any) -> bool:

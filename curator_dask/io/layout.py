@@ -42,11 +42,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from fsspec.core import split_protocol
 
 from curator_dask import config
 from curator_dask.errors import OutputInUseError
-from curator_dask.io._files import META_SUFFIX, get_fs, is_object_store, part_name, write_bytes
+from curator_dask.io._files import (
+    META_SUFFIX,
+    get_fs,
+    is_object_store,
+    part_name,
+    split_protocol,
+    write_bytes,
+)
 from curator_dask.io.quarantine import empty_quarantine, read_quarantine, write_quarantine_file
 
 logger = logging.getLogger("curator_dask.io")

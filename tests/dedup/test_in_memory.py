@@ -193,7 +193,8 @@ def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
     (``numba.np.arraymath``, ``numba.typed``, cffi's C parser) and no compile of numba's
     runtime module. Nor SciPy (numba's version check) nor ``pyarrow.dataset`` (a Parquet
     file read through it); nor ``numba.np.arrayobj``, whose environments the kernels'
-    cached data names, nor any kernel's LLVM bitcode parsed; nor Jinja2 (dask's widgets).
+    cached data names, nor any kernel's LLVM bitcode parsed; nor Jinja2 (dask's widgets),
+    nor fsspec and asyncio (local files).
     The run removes what it did, and kernels compiled afterwards in the same process work:
     one that raises from ``np.empty``, one that links a cached kernel in (its bitcode
     parsed then)."""
@@ -206,7 +207,7 @@ def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
         "assert main(sys.argv[1:]) == 0\n"
         "from numba.core.runtime import rtsys\n"
         "mods = ('numba.np.arraymath', 'numba.typed.listobject', 'cffi', 'scipy',\n"
-        "        'pyarrow.dataset', 'numba.np.arrayobj', 'jinja2')\n"
+        "        'pyarrow.dataset', 'numba.np.arrayobj', 'jinja2', 'fsspec', 'asyncio')\n"
         "print(json.dumps([m for m in mods if m in sys.modules] + ['rtsys'] * rtsys._init\n"
         "                 + ['bitcode'] * len(parsed)))\n"
         "import numba, numpy as np\n"

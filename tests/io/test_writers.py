@@ -11,7 +11,6 @@ import dask.dataframe as dd
 import pandas as pd
 import pytest
 from dask.dataframe.utils import assert_eq
-from fsspec.implementations.local import LocalFileSystem
 
 from curator_dask.io import (
     JsonlWriter,
@@ -24,6 +23,7 @@ from curator_dask.io import (
     write_parquet,
     write_quarantine,
 )
+from curator_dask.io._local import LocalFiles
 from curator_dask.io.base import empty_quarantine
 
 
@@ -206,7 +206,7 @@ def test_errors_name_the_path(tmp_path: Path, monkeypatch) -> None:
     def full(self, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(LocalFileSystem, "open", full)
+    monkeypatch.setattr(LocalFiles, "open", full)  # a plain local path's file system
     with pytest.raises(OSError, match=r"could not write .*part-00003\.parquet: No space") as err:
         writer.write_partition(_frame(), 3)
     assert err.value.errno == errno.ENOSPC
