@@ -8,9 +8,11 @@ module when the name is first read. Type checkers see the real imports under
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 
@@ -31,3 +33,26 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
     return __getattr__, __dir__
+
+
+@contextlib.contextmanager
+def imports_without_gc() -> Iterator[None]:
+    """Import large libraries with the cyclic garbage collector off, then freeze what exists.
+
+    Importing pandas, pyarrow and numba makes hundreds of thousands of objects (modules,
+    classes, functions) that live as long as the process, and no garbage; the collector
+    still runs a few hundred times while they import, twice over all of them: about
+    0.1 CPU-s of a small dedup command (issue 22; ``bench/bench_fuzzy_cost.py``). Inside,
+    it does not run; after, ``gc.freeze`` moves every object there is to the permanent
+    generation, which later collections skip. Does nothing where the collector is off
+    already (nested, or the caller's choice).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from curator_dask._lazy import imports_without_gc
 from curator_dask.dedup._params import BAND_SHAPES, COMMANDS, HASH_METHODS
 
 #: Flags that keep their historical names.
@@ -209,7 +210,8 @@ def _run(
     workflow: str, args: argparse.Namespace, dests: list[str], client_from_args: Callable[..., Any]
 ) -> int:
     module, name = workflow.split(":")
-    cls = getattr(importlib.import_module(module), name)
+    with imports_without_gc():  # the workflow's pandas, pyarrow, numba: no garbage to collect
+        cls = getattr(importlib.import_module(module), name)
     options = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
     from curator_dask.dedup._runtime import DedupInput
     from curator_dask.errors import check_quarantine_share, require, require_protocols

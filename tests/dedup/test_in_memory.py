@@ -4,6 +4,7 @@ outputs and accounting as the dask path."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -284,3 +285,35 @@ def test_an_in_memory_run_gives_back_what_its_steps_freed_before_its_outputs(
     assert len(arrow) - before == len(files)  # a read gives Arrow's freed pages back
     assert got.removed == len(_ids(out / "removed_ids")) > 0
     assert len(_ids(out / "deduplicated")) + got.removed + got.quarantined == 301
+
+
+def test_a_dedup_command_imports_its_workflow_without_the_garbage_collector(
+    tmp_path: Path, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing the workflow (pandas, pyarrow, numba) makes no garbage, only objects that
+    live as long as the process: the collector is off while it imports, and what exists is
+    frozen after (later collections skip it); the run then collects as usual."""
+    import gc
+    import types
+
+    from curator_dask.cli import main
+    from curator_dask.dedup import cli as dedup_cli
+
+    collecting: list[bool] = []
+
+    def import_module(name: str) -> Any:
+        collecting.append(gc.isenabled())
+        return importlib.import_module(name)
+
+    monkeypatch.setattr(dedup_cli, "importlib", types.SimpleNamespace(import_module=import_module))
+    out = str(tmp_path / "out")
+    try:
+        with warnings.catch_warnings():  # the bad line: the command says it
+            warnings.simplefilter("ignore", QuarantineWarning)
+            assert main(["fuzzy-dedup", str(src), "--output", out, "--cache-dir", f"{out}-c"]) == 0
+        assert collecting == [False]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # this test process's objects, back to the collector
+    assert _ids(tmp_path / "out" / "removed_ids")
