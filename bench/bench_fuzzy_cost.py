@@ -2,7 +2,8 @@
 
 Each case is a fresh process tree, timed from start to exit: CPU seconds of the tree (the
 CLI and any worker processes) and its peak resident memory (psutil every 20 ms; see
-``bench_cli.measure``), median of ``--repeat`` runs:
+``bench_cli.measure``), median of ``--repeat`` runs; the cases take turns, one run of
+each per round:
 
 - ``fuzzy-dedup`` of the first 2,000 documents of the shipped sample (4 JSONL files, with
   ``--perform-removal``): at this size the cost is fixed cost (imports, the cluster, kernel
@@ -212,15 +213,18 @@ def main(argv: list[str] | None = None) -> int:
                 str(out / "removed.json"),
             ]
             cases.append(("rensa + exact verify 20k", "peer", peer_cmd, env, out))
-        for name, code, cmd, case_env, out in cases:
-            runs = []
-            for _ in range(args.repeat):
+        # one run of every case per round, in turn: a load that moves during the bench (a
+        # shared box) weighs on every case alike, not on whichever code runs last
+        runs: list[list[dict[str, Any]]] = [[] for _ in cases]
+        for _ in range(args.repeat):
+            for (name, code, cmd, case_env, out), case_runs in zip(cases, runs, strict=True):
                 for done in ("out", "cache"):
                     shutil.rmtree(out / done, ignore_errors=True)
-                runs.append(measure(cmd, case_env, cwd=str(tmp)))  # not this checkout
-                if runs[-1]["exit"]:
-                    raise SystemExit(f"{name} ({code}) failed: {runs[-1]['stderr_tail']}")
-            row: dict[str, Any] = {"case": name, "code": code, **_median(runs)}
+                case_runs.append(measure(cmd, case_env, cwd=str(tmp)))  # not this checkout
+                if case_runs[-1]["exit"]:
+                    raise SystemExit(f"{name} ({code}) failed: {case_runs[-1]['stderr_tail']}")
+        for (name, code, _, _, out), case_runs in zip(cases, runs, strict=True):
+            row: dict[str, Any] = {"case": name, "code": code, **_median(case_runs)}
             if "20k" in name:
                 if code == "peer":
                     removed = set(json.loads((out / "removed.json").read_text()))

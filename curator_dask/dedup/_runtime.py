@@ -8,8 +8,9 @@ own), one step-cache convention (a step directory named by a hash of what the st
 on, a ``_DONE`` marker, resume) and one result type; the progress display is
 :class:`curator_dask.progress.Reporter`, as pipelines'. Step and output directories are
 written, read and published by :mod:`curator_dask.io.parquet_dir`. Every path is resolved on
-the client to an absolute path or a URL, and every file goes through fsspec with the
-workflow's ``storage_options``, so local disks and ``s3://`` behave the same.
+the client to an absolute path or a URL, and every file goes through the file system that
+``io``'s ``get_fs`` gives for it with the workflow's ``storage_options`` (fsspec's, or its
+local one without fsspec for a plain path), so local disks and ``s3://`` behave the same.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the run's one schema; :func:`stage` and :func:`commit` publish a directory whole
 temporary directory renamed into place on a disk, objects that each appear whole on an object
 store; ``<dir>.curator/_SUCCESS`` last). :func:`read_parts` and :func:`read_row_groups_by`
 read such a directory back with one partition per file or per row group. Every path goes
-through fsspec with the caller's ``storage_options``: local disks and ``s3://`` alike.
+through :func:`get_fs` with the caller's ``storage_options``: local disks and ``s3://`` alike.
 """
 
 from __future__ import annotations
