@@ -44,9 +44,11 @@ def imports_without_gc() -> Iterator[None]:
     still runs a few hundred times while they import, twice over all of them: about
     0.1 CPU-s of a small dedup command (issue 22; ``bench/bench_fuzzy_cost.py``). Inside,
     it does not run; after, ``gc.freeze`` moves every object there is to the permanent
-    generation, which later collections skip. Does nothing where the collector is off
-    already (nested, or the caller's choice).
+    generation, which later collections skip, until :func:`thaw_imports` (the CLI's
+    ``main`` calls it as it returns). Does nothing where the collector is off already
+    (nested, or the caller's choice); freezes nothing where the caller froze objects itself.
     """
+    global _frozen
     if not gc.isenabled():
         yield
         return
@@ -54,5 +56,24 @@ def imports_without_gc() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.freeze()
+        if not gc.get_freeze_count():
+            gc.freeze()
+            _frozen = True
         gc.enable()
+
+
+#: Whether :func:`imports_without_gc` froze the objects there are (for :func:`thaw_imports`).
+_frozen = False
+
+
+def thaw_imports() -> None:
+    """Give what :func:`imports_without_gc` froze back to the collector.
+
+    Frozen objects are never collected, also not by the interpreter's teardown: a caller of
+    the CLI's ``main`` in its own process keeps its usual garbage collection, and a failed
+    command's process ends as usual (finalizers run at its teardown).
+    """
+    global _frozen
+    if _frozen:
+        gc.unfreeze()
+        _frozen = False

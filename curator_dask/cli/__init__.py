@@ -26,6 +26,7 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 
+from curator_dask._lazy import thaw_imports
 from curator_dask.cli.cluster_args import (
     add_cluster_args,
     client_from_args,
@@ -294,3 +295,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         undo_scipy()
         _remove_handlers()
+        thaw_imports()  # a dedup command froze its imports; the caller's process, as it was
