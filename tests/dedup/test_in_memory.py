@@ -323,7 +323,8 @@ def test_a_dedup_command_imports_its_workflow_without_the_garbage_collector(
             assert main(["fuzzy-dedup", str(src), "--output", out, "--cache-dir", f"{out}-c"]) == 0
         assert collecting == [False]
         assert gc.isenabled()
-        assert frozen and min(frozen) > 0  # while the command ran
+        assert frozen
+        assert min(frozen) > 0  # frozen while the command ran
         assert gc.get_freeze_count() == 0  # and given back when main returned
     finally:
         gc.unfreeze()  # this test process's objects, back to the collector
