@@ -285,7 +285,12 @@ def split_rows(
     if not is_cudf(text) and _FAST_PANDAS:
         arr = _arrow(text)
         if sep is None:
-            lists = pc.utf8_split_whitespace(arr)
+            # not pc.utf8_split_whitespace: in pyarrow 22 it sometimes leaves the whitespace
+            # that ends the array's last string on its last piece ("the " for "... the "),
+            # as if it read past the data (a third of the calls on one input), so the same
+            # documents got different word counts; the same set of characters (utf8_is_space
+            # is WHITESPACE_CHARS), split by RE2, gives the same pieces every time
+            lists = pc.split_pattern_regex(arr, f"[{WHITESPACE}]+")
         elif regex:
             lists = pc.split_pattern_regex(arr, sep)
         else:
