@@ -18,7 +18,6 @@ import fnmatch
 import os
 import shutil
 import stat
-from collections.abc import Iterator
 from typing import Any
 
 #: The prefixes that make a path something other than a plain local one for fsspec.
@@ -126,38 +125,6 @@ class LocalFiles:
                     infos.append(self.info(entry) if detail else strip(entry.path))
         return infos
 
-    def walk(
-        self, path: Any, maxdepth: int | None = None, detail: bool = False, **kwargs: Any
-    ) -> Iterator[tuple[str, Any, Any]]:
-        """Top down, errors omitted (fsspec's defaults)."""
-        if maxdepth is not None and maxdepth < 1:
-            raise ValueError("maxdepth must be at least 1")
-        path = strip(path)
-        try:
-            listing = self.ls(path, detail=True)
-        except OSError:
-            return
-        full_dirs: dict[str, str] = {}
-        dirs: dict[str, Any] = {}
-        files: dict[str, Any] = {}
-        for info in listing:
-            pathname = info["name"].rstrip("/")
-            name = pathname.rsplit("/", 1)[-1]
-            if info["type"] == "directory" and pathname != path:
-                full_dirs[name] = pathname
-                dirs[name] = info
-            elif pathname == path:
-                files[""] = info
-            else:
-                files[name] = info
-        yield path, (dirs if detail else list(dirs)), (files if detail else list(files))
-        if maxdepth is not None:
-            maxdepth -= 1
-            if maxdepth < 1:
-                return
-        for d in dirs:
-            yield from self.walk(full_dirs[d], maxdepth=maxdepth, detail=detail)
-
     def find(
         self,
         path: Any,
@@ -166,18 +133,35 @@ class LocalFiles:
         detail: bool = False,
         **kwargs: Any,
     ) -> Any:
-        path = strip(path)
-        out: dict[str, Any] = {}
-        if withdirs and path != "" and self.isdir(path):
-            out[path] = self.info(path)
-        for _, dirs, files in self.walk(path, maxdepth, detail=True):
-            if withdirs:
-                files.update(dirs)
-            out.update({info["name"]: info for info in files.values()})
-        if not out and self.isfile(path):
-            out[path] = {}
-        names = sorted(out)
-        return {name: out[name] for name in names} if detail else names
+        """The files under ``path`` (folders too with ``withdirs``; ``maxdepth`` levels of
+        folders listed), sorted by name; a file ``path`` is its own answer. Folders that
+        cannot be listed are left out, as fsspec leaves them."""
+        if maxdepth is not None and maxdepth < 1:
+            raise ValueError("maxdepth must be at least 1")
+        root = strip(path)
+        found: dict[str, Any] = {}
+        if withdirs and root and self.isdir(root):
+            found[root] = self.info(root)
+        todo = [(root, 1)]  # (folder, its level)
+        while todo:
+            folder, level = todo.pop()
+            try:
+                entries = self.ls(folder, detail=True)
+            except OSError:
+                continue
+            for entry in entries:
+                name = entry["name"]
+                if entry["type"] != "directory" or name == folder:
+                    found[name] = entry
+                    continue
+                if withdirs:
+                    found[name] = entry
+                if maxdepth is None or level < maxdepth:
+                    todo.append((name, level + 1))
+        if not found and self.isfile(root):
+            found[root] = {}
+        names = sorted(found)
+        return {name: found[name] for name in names} if detail else names
 
     def glob(self, path: Any, maxdepth: int | None = None, **kwargs: Any) -> Any:
         """fsspec's glob; here (with its result) for a pattern whose last part alone has
@@ -243,16 +227,16 @@ class LocalFiles:
         os.rmdir(strip(path))
 
     def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
-        for p in path if isinstance(path, list) else [path]:
-            p = strip(p)
-            if self.isdir(p):
-                if not recursive:
-                    raise ValueError("Cannot delete directory, set recursive=True")
-                if os.path.abspath(p) == os.getcwd():
-                    raise ValueError("Cannot delete current working directory")
-                shutil.rmtree(p)
-            else:
-                os.remove(p)
+        targets = [strip(p) for p in (path if isinstance(path, list) else [path])]
+        for target in targets:
+            if not self.isdir(target):
+                os.remove(target)  # FileNotFoundError where it is not there
+                continue
+            if not recursive:
+                raise ValueError(f"{target} is a folder: rm(..., recursive=True) removes it")
+            if os.path.abspath(target) == os.getcwd():
+                raise ValueError(f"{target} is the working directory: not removed")
+            shutil.rmtree(target)
 
     def mv(self, path1: Any, path2: Any, recursive: bool = True, **kwargs: Any) -> None:
         shutil.move(strip(path1), strip(path2))

@@ -54,6 +54,7 @@ def test_local_files_answer_as_fsspecs_local_file_system(tree: Path) -> None:
             ("find", {}),
             ("find", {"detail": True}),
             ("find", {"withdirs": True, "maxdepth": 1}),
+            ("find", {"withdirs": True, "maxdepth": 2}),
         ]:
             try:
                 want = getattr(theirs, method)(name, **kwargs)
