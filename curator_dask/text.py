@@ -44,7 +44,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curator_dask import _text_kernels
+from curator_dask import _ckernels, _text_kernels
 from curator_dask._backend import array_module, frame_module
 
 #: The characters for which Python's ``str.isspace()`` is True, as a regex class body.
@@ -588,7 +588,8 @@ def _spread(values: np.ndarray, columns: pd.Index, sel: np.ndarray, text: Any) -
 def _base_rows(text: Any, t: Any) -> np.ndarray:
     """Rows of the base holding ``text``'s documents; ``text`` becomes the base if needed."""
     pieces = _chunk_series(t)
-    hashes = [_text_kernels.doc_hashes(*utf8_buffers(p)) for p in pieces]
+    doc_hashes = _ckernels.kernel("doc_hashes")
+    hashes = [doc_hashes(*utf8_buffers(p)) for p in pieces]
     h1 = np.concatenate([h[0] for h in hashes])
     h2 = np.concatenate([h[1] for h in hashes])
     c = _CACHE
@@ -729,7 +730,7 @@ def document_measures(text: Any) -> pd.DataFrame:
 
     def compute(t: Any) -> pd.DataFrame:
         columns = list(_text_kernels.DOC_COLUMNS)
-        stats = _text_kernels.document_stats(*utf8_buffers(t), flags)
+        stats = _ckernels.kernel("document_stats")(*utf8_buffers(t), flags)
         return pd.DataFrame(stats.reshape(-1, len(columns)), columns=columns)
 
     return cached_measures(text, "document", compute)
@@ -754,7 +755,7 @@ def word_counts(text: Any) -> pd.Series:
 
     def compute(t: Any) -> pd.DataFrame:
         offsets, data, _ = utf8_buffers(t)
-        return pd.DataFrame({"words": _text_kernels.word_counts(offsets, data, flags)})
+        return pd.DataFrame({"words": _ckernels.kernel("word_counts")(offsets, data, flags)})
 
     return cached_measures(text, "words", compute)["words"]
 
@@ -784,7 +785,7 @@ def ngram_measures(text: Any, max_n: int = NGRAM_MAX_N) -> pd.DataFrame:
         columns += [f"top_{n}", f"duplicate_{n}"]
 
     def compute(t: Any) -> pd.DataFrame:
-        stats = _text_kernels.ngram_stats(*utf8_buffers(t), flags, levels)
+        stats = _ckernels.kernel("ngram_stats")(*utf8_buffers(t), flags, levels)
         return pd.DataFrame(stats.reshape(-1, len(columns)), columns=columns)
 
     return cached_measures(text, ("ngram", levels), compute)
@@ -835,7 +836,7 @@ def word_list_counts(text: Any, words: Iterable[str], strip_chars: str) -> pd.Se
     lower = tables["ascii_lower"]
 
     def compute(t: Any) -> pd.DataFrame:
-        counts = _text_kernels.word_list_counts(*utf8_buffers(t)[:2], strip, lower, k1s, k2s)
+        counts = _ckernels.kernel("word_list_counts")(*utf8_buffers(t)[:2], strip, lower, k1s, k2s)
         return pd.DataFrame({"count": counts})
 
     key = ("words", tuple(sorted(words)), strip_chars)
@@ -849,7 +850,7 @@ def _gather_chunk(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     offsets = np.frombuffer(arr.buffers()[1], width)[arr.offset : arr.offset + len(arr) + 1]
     data_buf = arr.buffers()[2]
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    new_offsets, new_data = _text_kernels.gather_strings(offsets, data, rows)
+    new_offsets, new_data = _ckernels.kernel("gather_strings")(offsets, data, rows)
     bitmap, nulls = None, 0
     if arr.null_count:
         valid = arr.is_valid().to_numpy(zero_copy_only=False)[rows]

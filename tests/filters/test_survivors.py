@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import curator_dask.text as text_kit
-from curator_dask import _text_kernels as K
+from curator_dask import _ckernels
 from curator_dask.executor import SequentialExecutor, _tasks
 from curator_dask.filters import heuristic_filters
 from curator_dask.io import JsonlWriter
@@ -81,20 +81,23 @@ def test_pipeline_keeps_what_scoring_every_filter_keeps(corpus, order):
 
 
 def _count_documents_measured(monkeypatch, *names):
-    """Wrap the named text kernels so that each counts the documents it is called on."""
+    """Wrap the named text kernels (numba's or their C twins, as ``_ckernels.kernel`` gives
+    them) so that each counts the documents it is called on."""
     measured = dict.fromkeys(names, 0)
+    kernel = _ckernels.kernel
 
     def counting(name):
-        kernel = getattr(K, name)
+        run = kernel(name)
+        if name not in measured:
+            return run
 
-        def run(offsets, *args):
+        def counted(offsets, *args):
             measured[name] += len(offsets) - 1
-            return kernel(offsets, *args)
+            return run(offsets, *args)
 
-        return run
+        return counted
 
-    for name in names:
-        monkeypatch.setattr(K, name, counting(name))
+    monkeypatch.setattr(_ckernels, "kernel", counting)
     return measured
 
 
@@ -180,13 +183,16 @@ def test_a_chain_of_filters_copies_the_kept_rows_once_and_keeps_the_same(
     assert expected.index.equals(corpus.index[keep.to_numpy()])
 
     gathered = []
-    gather = K.gather_strings
+    gather = _ckernels.kernel("gather_strings")  # numba's or its C twin
 
     def counting(offsets, data, rows):
         gathered.append(len(rows))
         return gather(offsets, data, rows)
 
-    monkeypatch.setattr(K, "gather_strings", counting)
+    kernel = _ckernels.kernel
+    monkeypatch.setattr(
+        _ckernels, "kernel", lambda name: counting if name == "gather_strings" else kernel(name)
+    )
     carry = _tasks.Carry(0, corpus, None)
     for f in _scored_filters(order):
         carry = _tasks.stage_task(f, carry, keep_removed=True)

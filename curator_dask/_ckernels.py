@@ -1,0 +1,271 @@
+"""The text kernels in C: compiled once per machine by the system's C compiler, no numba.
+
+numba compiles each kernel on its first call on a machine: for the text kernels behind the
+filters and exact dedup (``_text_kernels``), about 8 CPU-s of a fresh machine's first run
+(``bench/bench_compile.py``), and again in every fresh container. Their C twins
+(``csrc/*.c``, shipped in the package) build in well under a second into one shared library
+in :func:`curator_dask.config.cache_dir`, named by a digest of the sources, the compiler and
+the platform, so every process of the machine loads it and a change of any of them builds
+anew. The build runs under the machine lock the numba kernels use (one process builds, the
+others wait, then load) and counts as compile time (:func:`_kernels.compile_seconds`,
+progress's "compiling kernels...").
+
+``curator.c-kernels`` (``DASK_CURATOR__C_KERNELS``): ``auto`` (default) uses the library
+where a compiler builds it (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``) and the
+numba kernels otherwise, saying why once per process (log ``curator_dask``, warning);
+``false`` always the numba kernels. Both give the same numbers: the numba kernels are the
+reference (``tests/test_ckernels.py`` compares them on random and real text).
+
+:func:`kernel` gives the kernel to call, C or numba, with the numba kernel's arguments and
+results. The library's functions are called through :mod:`ctypes`, which releases the GIL
+for the call: threads of a worker measure text in parallel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from curator_dask import _kernels
+
+logger = logging.getLogger("curator_dask")
+
+_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
+#: How the library is built. ``-O2`` as numba's level for the kernels (``KERNEL_OPT``); no
+#: ``-march=native``: the library may sit in a cache directory that machines of one
+#: architecture share, and the text kernels are byte loops that gain nothing from it.
+CFLAGS = ("-O2", "-std=c99", "-fPIC", "-shared", "-fvisibility=default")
+_LOCK = threading.Lock()
+_LOADED: dict[str, Any] = {}
+
+
+def enabled() -> bool:
+    """Whether ``curator.c-kernels`` lets the C kernels be used (read in this process)."""
+    from curator_dask.config import get
+
+    value = get("c-kernels", "auto")
+    return value not in (False, "false", "False", "no", "off", 0, None)
+
+
+def compiler() -> str | None:
+    """The C compiler's path: ``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``."""
+    cc = os.environ.get("CC")
+    if cc:
+        return shutil.which(cc.split()[0]) if cc.split() else None
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _sources() -> list[str]:
+    return sorted(
+        os.path.join(_SOURCES, f) for f in os.listdir(_SOURCES) if f.endswith((".c", ".h"))
+    )
+
+
+def _digest(cc: str) -> str:
+    """What the library is named by: its sources, the compiler (its resolved path, size and
+    time, so an upgraded compiler builds anew), the flags and the platform."""
+    h = hashlib.sha256()
+    for path in _sources():
+        h.update(os.path.basename(path).encode() + b"\0")
+        with open(path, "rb") as f:
+            h.update(f.read())
+    real = os.path.realpath(cc)
+    st = os.stat(real)
+    libc = ""
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    for part in (real, str(st.st_size), str(st.st_mtime_ns), " ".join(CFLAGS)):
+        h.update(part.encode() + b"\0")
+    for part in (sys.platform, platform.machine(), libc):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def library() -> Any:
+    """The loaded C library, built first where this machine has none; None where the C
+    kernels are not to be used (``curator.c-kernels: false``) or cannot be built (said once
+    per process)."""
+    if not enabled():
+        return None
+    with _LOCK:
+        if "lib" in _LOADED:
+            return _LOADED["lib"]
+        lib = None
+        try:
+            lib = _build_and_load()
+        except _NoLibrary as why:
+            logger.warning("C text kernels not used, numba's instead (same results): %s", why)
+        _LOADED["lib"] = lib
+        return lib
+
+
+class _NoLibrary(Exception):
+    pass
+
+
+def _build_and_load() -> Any:
+    cc = compiler()
+    if cc is None:
+        raise _NoLibrary("no C compiler ($CC, cc, gcc or clang on PATH)")
+    name = f"libcurator_text-{_digest(cc)}.so"
+    from curator_dask.config import cache_dir
+
+    directory = cache_dir()
+    if directory is None:  # no cache: built for this process, in a folder removed at exit
+        directory = tempfile.mkdtemp(prefix="curator-dask-ckernels-")
+        import atexit
+
+        atexit.register(shutil.rmtree, directory, True)
+    else:
+        directory = os.path.join(directory, "ckernels")
+    path = os.path.join(directory, name)
+    if not os.path.exists(path):
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise _NoLibrary(f"cannot create {directory}: {e}") from e
+        with _kernels._machine_lock(name):  # one process builds; the others wait, then load
+            if not os.path.exists(path):
+                _build(cc, path)
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise _NoLibrary(f"cannot load {path}: {e}") from e
+    _declare(lib)
+    return lib
+
+
+def _build(cc: str, path: str) -> None:
+    """Compile the sources into ``path`` (atomically: a temporary name, then renamed)."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    sources = [p for p in _sources() if p.endswith(".c")]
+    cmd = [cc, *CFLAGS, "-o", tmp, *sources]
+    t0 = time.perf_counter()
+    _kernels._say("start", "C text kernels")
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise _NoLibrary(f"{os.path.basename(cc)} failed: {e}") from e
+    finally:
+        took = time.perf_counter() - t0
+        _kernels._COMPILING.seconds = _kernels.compile_seconds() + took
+        _kernels._say("end", "C text kernels", took)
+    if done.returncode != 0:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise _NoLibrary(
+            f"{' '.join(cmd[:1] + list(CFLAGS))} ... exited {done.returncode}: " + " | ".join(tail)
+        )
+    os.replace(tmp, path)
+
+
+_P = ctypes.c_void_p
+_I = ctypes.c_int64
+_SIGNATURES = {
+    "cdk_doc_hashes": (_P, _I, _P, _P, _P),
+    "cdk_word_counts": (_P, _I, _P, _P, _P),
+    "cdk_gather_strings": (_P, _P, _P, _I, _P, _P),
+}
+
+
+def _declare(lib: Any) -> None:
+    for name, args in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = ctypes.c_int
+
+
+def _ok(rc: int) -> None:
+    if rc:
+        raise MemoryError("a C text kernel could not allocate its working memory")
+
+
+def _i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _u8(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.uint8)
+
+
+# -- the kernels, with the numba kernels' arguments and results ---------------------------------
+def _doc_hashes(lib: Any, offsets: Any, data: Any, words: Any) -> tuple[np.ndarray, np.ndarray]:
+    offsets, data = _i64(offsets), _u8(data)
+    n = len(offsets) - 1
+    h1 = np.empty(n, np.uint64)
+    h2 = np.empty(n, np.uint64)
+    _ok(
+        lib.cdk_doc_hashes(offsets.ctypes.data, n, data.ctypes.data, h1.ctypes.data, h2.ctypes.data)
+    )
+    return h1, h2
+
+
+def _word_counts(lib: Any, offsets: Any, data: Any, flags: Any) -> np.ndarray:
+    offsets, data, flags = _i64(offsets), _u8(data), _u8(flags)
+    n = len(offsets) - 1
+    out = np.empty(n, np.int64)
+    _ok(
+        lib.cdk_word_counts(
+            offsets.ctypes.data, n, data.ctypes.data, flags.ctypes.data, out.ctypes.data
+        )
+    )
+    return out
+
+
+def _gather_strings(lib: Any, offsets: Any, data: Any, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+    offsets, data, rows = _i64(offsets), _u8(data), _i64(rows)
+    n = len(rows)
+    out_offsets = np.empty(n + 1, np.int64)
+    out_offsets[0] = 0
+    np.cumsum(offsets[rows + 1] - offsets[rows], out=out_offsets[1:])
+    out = np.empty(int(out_offsets[n]), np.uint8)
+    _ok(
+        lib.cdk_gather_strings(
+            offsets.ctypes.data,
+            data.ctypes.data,
+            rows.ctypes.data,
+            n,
+            out_offsets.ctypes.data,
+            out.ctypes.data,
+        )
+    )
+    return out_offsets, out
+
+
+_C_KERNELS: dict[str, Callable[..., Any]] = {
+    "doc_hashes": _doc_hashes,
+    "word_counts": _word_counts,
+    "gather_strings": _gather_strings,
+}
+
+
+def kernel(name: str) -> Callable[..., Any]:
+    """The text kernel ``name`` of ``_text_kernels`` to call: its C twin where the library
+    is available, else the numba kernel (same arguments, same results)."""
+    lib = library()
+    c = _C_KERNELS.get(name)
+    if lib is None or c is None:
+        from curator_dask import _text_kernels
+
+        return getattr(_text_kernels, name)  # type: ignore[no-any-return]
+    return functools.partial(c, lib)

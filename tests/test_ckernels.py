@@ -1,0 +1,181 @@
+"""The C text kernels equal their numba twins, build once per machine, and step aside (to
+numba, saying why) where no compiler builds them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from curator_dask import _ckernels, _kernels, _text_kernels, text
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_cc = pytest.mark.skipif(_ckernels.compiler() is None, reason="no C compiler here")
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """No library loaded in this process, and an empty machine cache."""
+    monkeypatch.setattr(_ckernels, "_LOADED", {})
+    with dask.config.set({"curator.cache-dir": str(tmp_path / "cache")}):
+        yield tmp_path / "cache"
+
+
+def _inputs(docs: list[str]) -> dict[str, tuple]:
+    t = text.as_text(pd.Series(docs))
+    offsets, data, words = text.utf8_buffers(t)
+    flags = text._tables()["flags"]
+    rows = np.arange(len(docs), dtype=np.int64)[::2][::-1].copy()  # every other, reversed
+    return {
+        "doc_hashes": (offsets, data, words),
+        "word_counts": (offsets, data, flags),
+        "gather_strings": (offsets, data, rows),
+    }
+
+
+def _assert_twins(docs: list[str]) -> None:
+    lib = _ckernels.library()
+    assert lib is not None
+    for name, args in _inputs(docs).items():
+        c = _ckernels.kernel(name)
+        assert c is not getattr(_text_kernels, name), name
+        got, want = c(*args), getattr(_text_kernels, name)(*args)
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        assert len(got) == len(want), name
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype, name
+            np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+@needs_cc
+def test_the_c_kernels_equal_numbas_on_the_sample(sample_records):
+    _assert_twins([r["text"] for r in sample_records])
+
+
+_ALPHABET = st.sampled_from(
+    [*"ab cd\n\n\t.#()[]!?'\"-*+", "...", "…", "•", "\u00a0", "\u3000", "\x1c", "\x85",
+    "\u2028", "\r\n", "é", "ß", "東京", "١٢", "\U0001d518", "😀", "\u0301", "abcdefghij"]
+)  # fmt: skip
+
+
+@needs_cc
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(st.lists(_ALPHABET, max_size=40).map("".join), min_size=1, max_size=9))
+def test_the_c_kernels_equal_numbas_on_random_text(docs):
+    _assert_twins(docs)
+
+
+@needs_cc
+def test_an_empty_partition_and_empty_documents():
+    _assert_twins([""])
+    _assert_twins(["", "", "a"])
+
+
+_CHILD = """
+import json, sys
+import pandas as pd
+from curator_dask import _ckernels, _kernels, text
+t = text.as_text(pd.Series(["one two", "three"]))
+words = _ckernels.kernel("word_counts")(*text.utf8_buffers(t)[:2], text._tables()["flags"])
+print(json.dumps({"words": words.tolist(), "compile": _kernels.compile_seconds(),
+                  "lib": _ckernels.library()._name}))
+"""
+
+
+def _child(cache: Path, **env: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "DASK_CURATOR__CACHE_DIR": str(cache), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@needs_cc
+def test_a_machine_builds_the_library_once_and_later_processes_load_it(tmp_path):
+    first = _child(tmp_path / "cache")
+    second = _child(tmp_path / "cache")
+    assert first["words"] == second["words"] == [2, 1]
+    assert first["compile"] > 0  # the build counts as compile time
+    assert second["compile"] == 0.0  # loaded, not built
+    assert first["lib"] == second["lib"]
+    assert Path(first["lib"]).parent == tmp_path / "cache" / "ckernels"
+    assert [p.name for p in (tmp_path / "cache" / "ckernels").iterdir()] == [
+        Path(first["lib"]).name
+    ]  # no temporary file left
+
+
+@needs_cc
+def test_the_build_is_said_as_a_compile(fresh):
+    heard = []
+    sink = lambda state, kernel, seconds: heard.append((state, kernel))  # noqa: E731
+    _kernels.compile_sinks().append(sink)
+    before = _kernels.compile_seconds()
+    try:
+        assert _ckernels.library() is not None
+    finally:
+        _kernels.compile_sinks().remove(sink)
+    assert heard == [("start", "C text kernels"), ("end", "C text kernels")]
+    assert _kernels.compile_seconds() > before
+
+
+@needs_cc
+def test_a_changed_source_builds_a_new_library(fresh, tmp_path, monkeypatch):
+    lib = _ckernels.library()
+    src = tmp_path / "csrc"
+    src.mkdir()
+    for f in Path(_ckernels._SOURCES).iterdir():
+        (src / f.name).write_bytes(f.read_bytes())
+    with open(src / "text_small.c", "a") as f:
+        f.write("\nint cdk_extra(void) { return 7; }\n")
+    monkeypatch.setattr(_ckernels, "_SOURCES", str(src))
+    monkeypatch.setattr(_ckernels, "_LOADED", {})
+    changed = _ckernels.library()
+    assert changed._name != lib._name
+    assert changed.cdk_extra() == 7
+
+
+@pytest.mark.parametrize(
+    ("cc", "why"),
+    [("/nonexistent/cc", "no C compiler"), ("false", "exited 1")],
+)
+def test_without_a_working_compiler_numbas_kernels_run_and_say_why(
+    fresh, monkeypatch, caplog, cc, why
+):
+    monkeypatch.setenv("CC", cc)
+    with caplog.at_level(logging.WARNING, logger="curator_dask"):
+        assert _ckernels.library() is None
+        assert _ckernels.library() is None  # said once per process
+    said = [r.getMessage() for r in caplog.records if "C text kernels" in r.getMessage()]
+    assert len(said) == 1, said
+    assert why in said[0], said
+    assert _ckernels.kernel("word_counts") is _text_kernels.word_counts
+    assert not list(fresh.glob("ckernels/*.so"))
+
+
+def test_c_kernels_false_keeps_numbas(fresh):
+    with dask.config.set({"curator.c-kernels": False}):
+        assert _ckernels.library() is None
+        assert _ckernels.kernel("doc_hashes") is _text_kernels.doc_hashes
+    assert not fresh.exists()
+
+
+@needs_cc
+def test_without_a_cache_dir_the_library_is_built_for_the_process(fresh):
+    with dask.config.set({"curator.cache-dir": False}):
+        lib = _ckernels.library()
+    assert lib is not None
+    assert "curator-dask-ckernels-" in lib._name
