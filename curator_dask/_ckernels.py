@@ -185,6 +185,7 @@ _SIGNATURES = {
     "cdk_doc_hashes": (_P, _I, _P, _P, _P),
     "cdk_word_counts": (_P, _I, _P, _P, _P),
     "cdk_gather_strings": (_P, _P, _P, _I, _P, _P),
+    "cdk_document_stats": (_P, _I, _P, _P, _P),
 }
 
 
@@ -252,10 +253,28 @@ def _gather_strings(lib: Any, offsets: Any, data: Any, rows: Any) -> tuple[np.nd
     return out_offsets, out
 
 
+#: Columns of document_stats' rows: ``len(_text_kernels.DOC_COLUMNS)``, not imported here
+#: (that module imports numba), and ``DOC_COLUMNS`` in ``csrc/document_stats.c``.
+DOC_WIDTH = 21
+
+
+def _document_stats(lib: Any, offsets: Any, data: Any, words: Any, flags: Any) -> np.ndarray:
+    offsets, data, flags = _i64(offsets), _u8(data), _u8(flags)
+    n = len(offsets) - 1
+    out = np.empty(n * DOC_WIDTH, np.int64)
+    _ok(
+        lib.cdk_document_stats(
+            offsets.ctypes.data, n, data.ctypes.data, flags.ctypes.data, out.ctypes.data
+        )
+    )
+    return out
+
+
 _C_KERNELS: dict[str, Callable[..., Any]] = {
     "doc_hashes": _doc_hashes,
     "word_counts": _word_counts,
     "gather_strings": _gather_strings,
+    "document_stats": _document_stats,
 }
 
 

@@ -40,6 +40,7 @@ def _inputs(docs: list[str]) -> dict[str, tuple]:
         "doc_hashes": (offsets, data, words),
         "word_counts": (offsets, data, flags),
         "gather_strings": (offsets, data, rows),
+        "document_stats": (offsets, data, words, flags),
     }
 
 
@@ -79,6 +80,47 @@ def test_the_c_kernels_equal_numbas_on_random_text(docs):
 def test_an_empty_partition_and_empty_documents():
     _assert_twins([""])
     _assert_twins(["", "", "a"])
+
+
+@needs_cc
+def test_document_stats_of_long_lines_repeats_and_a_document_larger_than_the_first_table():
+    line = "\u2022 é www.example.org/" + "x" * 300 + " ... …"
+    many = "\n".join(["- a", "b.", "- a", "c…", "* ", " +x", "ü", "ü "] * 60)  # tables grow
+    docs = [
+        "\n".join([line] * 3 + ["", line + "é"]),  # lines longer than a table's 16 slots
+        many,
+        many + "\n\n" + many,  # a repeated paragraph, larger than the document before
+        "\n".join(f"line {i}" for i in range(2_000)),  # 2,000 unique lines
+        "a",  # small again: the table grown by the documents before
+        "ends in é\u00a0\nö\u3000\n\u2028东京\u2026\n\U0001d518 ...",  # non-ASCII at line ends
+        "https://a http:// b ftp://x www.y wwwz www. https://é http://\u00a0x https://",
+        "....... #.. .... . ......#",
+    ]
+    _assert_twins(docs)
+    stats = _ckernels.kernel("document_stats")(*_inputs(docs)["document_stats"])
+    table = pd.DataFrame(stats.reshape(len(docs), -1), columns=_text_kernels.DOC_COLUMNS)
+    assert table["lines"].tolist()[:5] == [4, 480, 960, 2_000, 1]
+    assert table["unique_lines"].tolist()[:5] == [2, 6, 6, 2_000, 1]
+    assert table["paragraphs"].tolist()[:5] == [2, 1, 2, 1, 1]
+    assert table["unique_paragraphs"].tolist()[:5] == [2, 1, 1, 1, 1]
+    assert len(_text_kernels.DOC_COLUMNS) == _ckernels.DOC_WIDTH
+
+
+_URLISH = st.sampled_from(
+    [*"hwf. \n#-*+", "https://", "http://", "ftp://", "www.", "ww", "htt", "…", "•", "é",
+     "\u00a0", "\u2028", "東", "😀"]
+)  # fmt: skip
+
+
+@needs_cc
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(st.lists(_URLISH, max_size=30).map("".join), min_size=1, max_size=6))
+def test_document_stats_equals_numbas_on_urls_symbols_and_bullets(docs):
+    args = _inputs(docs)["document_stats"]
+    c = _ckernels.kernel("document_stats")
+    assert c is not _text_kernels.document_stats
+    got = c(*args)
+    np.testing.assert_array_equal(got, _text_kernels.document_stats(*args))
 
 
 _CHILD = """

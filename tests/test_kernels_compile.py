@@ -123,6 +123,7 @@ def test_kernels_compile_at_the_package_opt_level_and_leave_numbas_own(tmp_path:
 
 
 def test_a_helper_called_from_python_raises_instead_of_crashing() -> None:
+    import dask
     import numpy as np
     import pandas as pd
     import pytest
@@ -135,8 +136,12 @@ def test_a_helper_called_from_python_raises_instead_of_crashing() -> None:
     # a kernel calls it: URLs at the ends of a text, cut short, or with a non-ASCII tail
     cases = ["http://", "http://x", "https://", "https://x y", "see www.", "www.a", "ftp://a b"]
     cases += ["ftp:/a", "htt", "x https://é.fr/ü z", "a http:// b", "wwwx.y", "httpss://x"]
-    got = text.document_measures(pd.Series(cases))["url_chars"].tolist()
-    assert got == [0, 8, 0, 9, 0, 5, 7, 0, 0, 14, 0, 0, 0]
+    for c_kernels in (False, "auto"):  # numba's kernel, then its C twin where a compiler is
+        text.clear_measures()
+        with dask.config.set({"curator.c-kernels": c_kernels}):
+            got = text.document_measures(pd.Series(cases))["url_chars"].tolist()
+        assert got == [0, 8, 0, 9, 0, 5, 7, 0, 0, 14, 0, 0, 0], c_kernels
+    text.clear_measures()
 
 
 def test_a_numba_cache_without_the_private_loader_loads_numbas_own_way() -> None:
