@@ -123,6 +123,38 @@ def test_document_stats_equals_numbas_on_urls_symbols_and_bullets(docs):
     np.testing.assert_array_equal(got, _text_kernels.document_stats(*args))
 
 
+_NO_MEMORY = """
+import resource
+import numpy as np
+from curator_dask import _ckernels, text
+flags = text._tables()["flags"]
+assert _ckernels.library() is not None
+data = np.full(8_000_000, 10, np.uint8)  # 8M empty lines: a line table of 2**26 slots, 3.8 GB
+offsets = np.array([0, len(data)], np.int64)
+with open("/proc/self/status") as f:  # the address space in use, plus 1 GB
+    vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))
+try:
+    _ckernels.kernel("document_stats")(offsets, data, None, flags)
+except MemoryError as e:
+    print("MemoryError:", e)
+"""
+
+
+@needs_cc
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
+def test_a_c_kernel_that_cannot_allocate_raises_memory_error(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_MEMORY],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "DASK_CURATOR__CACHE_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "MemoryError: a C text kernel could not allocate" in out.stdout, out.stderr[-2000:]
+
+
 _CHILD = """
 import json, sys
 import pandas as pd
