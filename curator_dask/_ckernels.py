@@ -186,6 +186,8 @@ _SIGNATURES = {
     "cdk_word_counts": (_P, _I, _P, _P, _P),
     "cdk_gather_strings": (_P, _P, _P, _I, _P, _P),
     "cdk_document_stats": (_P, _I, _P, _P, _P),
+    "cdk_ngram_stats": (_P, _I, _P, _P, _I, _P),
+    "cdk_word_list_counts": (_P, _I, _P, _P, _P, _P, _P, _I, _P),
 }
 
 
@@ -206,7 +208,13 @@ def _i64(a: np.ndarray) -> np.ndarray:
 
 
 def _u8(a: np.ndarray) -> np.ndarray:
+    if a.dtype == np.bool_ and a.flags.c_contiguous:  # one byte each, 0 or 1: no copy
+        return a.view(np.uint8)
     return np.ascontiguousarray(a, dtype=np.uint8)
+
+
+def _u64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.uint64)
 
 
 # -- the kernels, with the numba kernels' arguments and results ---------------------------------
@@ -270,11 +278,51 @@ def _document_stats(lib: Any, offsets: Any, data: Any, words: Any, flags: Any) -
     return out
 
 
+def _ngram_stats(
+    lib: Any, offsets: Any, data: Any, words: Any, flags: Any, max_n: int
+) -> np.ndarray:
+    offsets, data, flags = _i64(offsets), _u8(data), _u8(flags)
+    n = len(offsets) - 1
+    max_n = int(max_n)
+    out = np.zeros(n * (1 + 2 * max_n), np.int64)
+    _ok(
+        lib.cdk_ngram_stats(
+            offsets.ctypes.data, n, data.ctypes.data, flags.ctypes.data, max_n, out.ctypes.data
+        )
+    )
+    return out
+
+
+def _word_list_counts(
+    lib: Any, offsets: Any, data: Any, strip: Any, lower: Any, k1s: Any, k2s: Any
+) -> np.ndarray:
+    offsets, data, strip, lower = _i64(offsets), _u8(data), _u8(strip), _u8(lower)
+    k1s, k2s = _u64(k1s), _u64(k2s)
+    n = len(offsets) - 1
+    out = np.empty(n, np.int64)
+    _ok(
+        lib.cdk_word_list_counts(
+            offsets.ctypes.data,
+            n,
+            data.ctypes.data,
+            strip.ctypes.data,
+            lower.ctypes.data,
+            k1s.ctypes.data,
+            k2s.ctypes.data,
+            len(k1s),
+            out.ctypes.data,
+        )
+    )
+    return out
+
+
 _C_KERNELS: dict[str, Callable[..., Any]] = {
     "doc_hashes": _doc_hashes,
     "word_counts": _word_counts,
     "gather_strings": _gather_strings,
     "document_stats": _document_stats,
+    "ngram_stats": _ngram_stats,
+    "word_list_counts": _word_list_counts,
 }
 
 

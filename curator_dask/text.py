@@ -807,6 +807,20 @@ def _pack_words(words: Iterable[str]) -> tuple[np.ndarray, np.ndarray] | None:
     )
 
 
+def _strip_table(strip_chars: str) -> np.ndarray:
+    """Per code point: whether it lower-cases to one of ``strip_chars`` (built once each)."""
+    tables = _tables()
+    strip_key = ("strip", strip_chars)
+    if strip_key not in tables:
+        lowered, cps = tables["lowered"], tables["cps"]
+        chars = pa.array(list(strip_chars), pa.string())
+        hit = pc.is_in(lowered, chars).to_numpy(zero_copy_only=False)
+        strip = np.zeros(_text_kernels.NUM_FLAGS_CP, np.bool_)
+        strip[cps[hit]] = True
+        tables[strip_key] = strip  # type: ignore[index]
+    return tables[strip_key]  # type: ignore[index]
+
+
 def word_list_counts(text: Any, words: Iterable[str], strip_chars: str) -> pd.Series | None:
     """Occurrences per document of ``words`` (words lower-cased, ``strip_chars`` stripped).
 
@@ -822,18 +836,9 @@ def word_list_counts(text: Any, words: Iterable[str], strip_chars: str) -> pd.Se
     packed = _pack_words(words)
     if packed is None:
         return None
-    tables = _tables()
-    lowered = tables["lowered"]
-    cps = tables["cps"]
-    strip_key = ("strip", strip_chars)
-    if strip_key not in tables:
-        hit = pc.is_in(lowered, pa.array(list(strip_chars))).to_numpy(zero_copy_only=False)
-        strip = np.zeros(_text_kernels.NUM_FLAGS_CP, np.bool_)
-        strip[cps[hit]] = True
-        tables[strip_key] = strip  # type: ignore[index]
-    strip = tables[strip_key]  # type: ignore[index]
+    strip = _strip_table(strip_chars)
     k1s, k2s = packed
-    lower = tables["ascii_lower"]
+    lower = _tables()["ascii_lower"]
 
     def compute(t: Any) -> pd.DataFrame:
         counts = _ckernels.kernel("word_list_counts")(*utf8_buffers(t)[:2], strip, lower, k1s, k2s)

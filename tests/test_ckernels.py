@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator_dask import _ckernels, _kernels, _text_kernels, text
+from curator_dask.filters.heuristics import COMMON_ENGLISH_WORDS, WORD_PUNCTUATION
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_cc = pytest.mark.skipif(_ckernels.compiler() is None, reason="no C compiler here")
@@ -31,23 +32,42 @@ def fresh(tmp_path, monkeypatch):
         yield tmp_path / "cache"
 
 
+#: word_list_counts' word lists and stripped characters: the filter's, and short words of
+#: the random texts' alphabet, some of 9 to 16 bytes (the second packed word)
+_WORD_LISTS = (
+    (COMMON_ENGLISH_WORDS, WORD_PUNCTUATION),
+    (frozenset({"ab", "cd", "a", "abcdefghij", "abcdefghijab", "abcdefghijabcdef"}), ".#()-"),
+    (frozenset({"ab"}), ""),
+)
+
+
 def _inputs(docs: list[str]) -> dict[str, tuple]:
+    """Each kernel's arguments (``name`` or ``name:variant``) as text.py builds them."""
     t = text.as_text(pd.Series(docs))
     offsets, data, words = text.utf8_buffers(t)
     flags = text._tables()["flags"]
     rows = np.arange(len(docs), dtype=np.int64)[::2][::-1].copy()  # every other, reversed
-    return {
+    inputs = {
         "doc_hashes": (offsets, data, words),
         "word_counts": (offsets, data, flags),
         "gather_strings": (offsets, data, rows),
         "document_stats": (offsets, data, words, flags),
     }
+    for max_n in (1, 2, 3, 4, text.NGRAM_MAX_N):
+        inputs[f"ngram_stats:{max_n}"] = (offsets, data, words, flags, max_n)
+    lower = text._tables()["ascii_lower"]
+    for v, (word_list, chars) in enumerate(_WORD_LISTS):
+        k1s, k2s = text._pack_words(word_list)
+        strip = text._strip_table(chars)
+        inputs[f"word_list_counts:{v}"] = (offsets, data, strip, lower, k1s, k2s)
+    return inputs
 
 
 def _assert_twins(docs: list[str]) -> None:
     lib = _ckernels.library()
     assert lib is not None
-    for name, args in _inputs(docs).items():
+    for variant, args in _inputs(docs).items():
+        name = variant.split(":")[0]
         c = _ckernels.kernel(name)
         assert c is not getattr(_text_kernels, name), name
         got, want = c(*args), getattr(_text_kernels, name)(*args)
@@ -55,7 +75,8 @@ def _assert_twins(docs: list[str]) -> None:
         assert len(got) == len(want), name
         for a, b in zip(got, want, strict=True):
             assert a.dtype == b.dtype, name
-            np.testing.assert_array_equal(a, b, err_msg=name)
+            assert a.shape == b.shape, variant
+            np.testing.assert_array_equal(a, b, err_msg=variant)
 
 
 @needs_cc
@@ -124,18 +145,22 @@ def test_document_stats_equals_numbas_on_urls_symbols_and_bullets(docs):
 
 
 _NO_MEMORY = """
-import resource
+import resource, sys
 import numpy as np
 from curator_dask import _ckernels, text
 flags = text._tables()["flags"]
 assert _ckernels.library() is not None
-data = np.full(8_000_000, 10, np.uint8)  # 8M empty lines: a line table of 2**26 slots, 3.8 GB
+name = sys.argv[1]
+if name == "document_stats":  # 8M empty lines: a line table of 2**26 slots, 3.8 GB
+    data, args = np.full(8_000_000, 10, np.uint8), ()
+else:  # 32M one-letter words: 7 arrays of 32M int64 a word, 1.8 GB
+    data, args = np.tile(np.array([97, 32], np.uint8), 32_000_000), (10,)
 offsets = np.array([0, len(data)], np.int64)
 with open("/proc/self/status") as f:  # the address space in use, plus 1 GB
     vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
 resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))
 try:
-    _ckernels.kernel("document_stats")(offsets, data, None, flags)
+    _ckernels.kernel(name)(offsets, data, None, flags, *args)
 except MemoryError as e:
     print("MemoryError:", e)
 """
@@ -143,9 +168,10 @@ except MemoryError as e:
 
 @needs_cc
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
-def test_a_c_kernel_that_cannot_allocate_raises_memory_error(tmp_path):
+@pytest.mark.parametrize("name", ["document_stats", "ngram_stats"])
+def test_a_c_kernel_that_cannot_allocate_raises_memory_error(tmp_path, name):
     out = subprocess.run(
-        [sys.executable, "-c", _NO_MEMORY],
+        [sys.executable, "-c", _NO_MEMORY, name],
         env={**os.environ, "PYTHONPATH": str(ROOT), "DASK_CURATOR__CACHE_DIR": str(tmp_path)},
         capture_output=True,
         text=True,
@@ -153,6 +179,27 @@ def test_a_c_kernel_that_cannot_allocate_raises_memory_error(tmp_path):
         check=True,
     )
     assert "MemoryError: a C text kernel could not allocate" in out.stdout, out.stderr[-2000:]
+
+
+@needs_cc
+def test_documents_that_outgrow_the_scratch_and_tables():
+    """Long lines and many repeated lines and n-grams, documents growing one after the other
+    (so scratch and tables grow mid-partition; the first table holds 8 words), a document
+    larger than all before it after small ones, and non-ASCII at words' and lines' ends."""
+    words = ["the", "The,", "«and»", "of…", "é", "東京", "to—", "a", "\u00a0", "😀"]
+    rng = np.random.default_rng(7)
+    docs = ["", "a", "a a", "The the THE. (the)"]
+    for size in (9, 30, 200, 1_000, 5_000, 20_000):
+        picks = rng.integers(0, len(words), size)
+        docs.append(" ".join(words[p] for p in picks))
+        docs.append(("one two three é\n" * (size // 4)).rstrip())  # many repeated n-grams
+        docs.append("\n".join(words[p] * 3 for p in picks))  # lines ending in non-ASCII
+    docs += ["x y " * 40_000, "", "\u3000".join(["東京"] * 3_000), "short"]
+    # words of over 64 code points (word_list_counts reads those from the bytes), stripped
+    # to a listed word or not, and a key of 16 bytes
+    docs += ["((" * 40 + "The" + ".," * 30, "«" * 70 + "the»", "the" * 30, "x" * 100]
+    docs += ["(abcdefghijABCDEF). abcdefghijabcdefg -abcdefghijab- " + "#" * 65 + "ab"]
+    _assert_twins(docs)
 
 
 _CHILD = """
