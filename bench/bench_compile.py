@@ -7,7 +7,7 @@ where there is one, ``NUMBA_NUM_THREADS=1``) with ``NUMBA_CACHE_DIR`` and
 a thread of that process, so every compile happens where a listener on numba's
 ``numba:compile`` event (:mod:`numba.core.event`) sees it. The listener sums the outermost
 events of each thread (a kernel's compile includes the helpers it calls), as CPU seconds of
-that thread and as wall seconds, per kernel. The C text kernels' build (``_ckernels``, where
+that thread and as wall seconds, per kernel. The C kernels' build (``_ckernels``, where
 the code base has them) counts as one more, with the compiler's CPU seconds (the process's
 children's). A second run with the same, now warm, caches shows what a later run pays
 (loading, not compiling).
@@ -80,7 +80,7 @@ try:  # the C kernels' build (a code base that has them): the compiler's CPU is 
         finally:
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
-            name = f"C text kernels ({os.path.basename(cc)})"
+            name = f"C kernels ({os.path.basename(cc)})"
             k = compiles.kernels.setdefault(name, [0, 0.0, 0.0])
             k[0] += 1
             k[1] += cpu + time.thread_time() - c0

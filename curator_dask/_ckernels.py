@@ -1,8 +1,9 @@
-"""The text kernels in C: compiled once per machine by the system's C compiler, no numba.
+"""Kernels in C: compiled once per machine by the system's C compiler, no numba.
 
 numba compiles each kernel on its first call on a machine: for the text kernels behind the
 filters and exact dedup (``_text_kernels``), about 8 CPU-s of a fresh machine's first run
-(``bench/bench_compile.py``), and again in every fresh container. Their C twins
+(``bench/bench_compile.py``), and again in every fresh container. Their C twins, and those
+of some dedup kernels
 (``csrc/*.c``, shipped in the package) build in well under a second into one shared library
 in :func:`curator_dask.config.cache_dir`, named by a digest of the sources, the compiler and
 the platform, so every process of the machine loads it and a change of any of them builds
@@ -18,7 +19,7 @@ reference (``tests/test_ckernels.py`` compares them on random and real text).
 
 :func:`kernel` gives the kernel to call, C or numba, with the numba kernel's arguments and
 results. The library's functions are called through :mod:`ctypes`, which releases the GIL
-for the call: threads of a worker measure text in parallel.
+for the call: threads of a worker run them in parallel.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ logger = logging.getLogger("curator_dask")
 _SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 #: How the library is built. ``-O2`` as numba's level for the kernels (``KERNEL_OPT``); no
 #: ``-march=native``: the library may sit in a cache directory that machines of one
-#: architecture share, and the text kernels are byte loops that gain nothing from it.
+#: architecture share, and the kernels here are byte and integer loops that gain little from it.
 CFLAGS = ("-O2", "-std=c99", "-fPIC", "-shared", "-fvisibility=default")
 _LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}
@@ -113,7 +114,7 @@ def library() -> Any:
         try:
             lib = _build_and_load()
         except _NoLibrary as why:
-            logger.warning("C text kernels not used, numba's instead (same results): %s", why)
+            logger.warning("C kernels not used, numba's instead (same results): %s", why)
         _LOADED["lib"] = lib
         return lib
 
@@ -126,7 +127,7 @@ def _build_and_load() -> Any:
     cc = compiler()
     if cc is None:
         raise _NoLibrary("no C compiler ($CC, cc, gcc or clang on PATH)")
-    name = f"libcurator_text-{_digest(cc)}.so"
+    name = f"libcurator_kernels-{_digest(cc)}.so"
     from curator_dask.config import cache_dir
 
     directory = cache_dir()
@@ -160,7 +161,7 @@ def _build(cc: str, path: str) -> None:
     sources = [p for p in _sources() if p.endswith(".c")]
     cmd = [cc, *CFLAGS, "-o", tmp, *sources]
     t0 = time.perf_counter()
-    _kernels._say("start", "C text kernels")
+    _kernels._say("start", "C kernels")
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as e:
@@ -168,7 +169,7 @@ def _build(cc: str, path: str) -> None:
     finally:
         took = time.perf_counter() - t0
         _kernels._COMPILING.seconds = _kernels.compile_seconds() + took
-        _kernels._say("end", "C text kernels", took)
+        _kernels._say("end", "C kernels", took)
     if done.returncode != 0:
         with contextlib.suppress(OSError):
             os.remove(tmp)
@@ -200,7 +201,7 @@ def _declare(lib: Any) -> None:
 
 def _ok(rc: int) -> None:
     if rc:
-        raise MemoryError("a C text kernel could not allocate its working memory")
+        raise MemoryError("a C kernel could not allocate its working memory")
 
 
 def _i64(a: np.ndarray) -> np.ndarray:
@@ -326,12 +327,15 @@ _C_KERNELS: dict[str, Callable[..., Any]] = {
 }
 
 
-def kernel(name: str) -> Callable[..., Any]:
-    """The text kernel ``name`` of ``_text_kernels`` to call: its C twin where the library
-    is available, else the numba kernel (same arguments, same results)."""
+def kernel(name: str, numba_kernel: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """The kernel ``name`` to call: its C twin where the library is available, else
+    ``numba_kernel`` (default: ``_text_kernels``' kernel of that name), with the same
+    arguments and results."""
     lib = library()
     c = _C_KERNELS.get(name)
     if lib is None or c is None:
+        if numba_kernel is not None:
+            return numba_kernel
         from curator_dask import _text_kernels
 
         return getattr(_text_kernels, name)  # type: ignore[no-any-return]

@@ -1,4 +1,4 @@
-"""The C text kernels equal their numba twins, build once per machine, and step aside (to
+"""The C kernels equal their numba twins, build once per machine, and step aside (to
 numba, saying why) where no compiler builds them."""
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def test_a_c_kernel_that_cannot_allocate_raises_memory_error(tmp_path, name):
         timeout=120,
         check=True,
     )
-    assert "MemoryError: a C text kernel could not allocate" in out.stdout, out.stderr[-2000:]
+    assert "MemoryError: a C kernel could not allocate" in out.stdout, out.stderr[-2000:]
 
 
 @needs_cc
@@ -249,7 +249,7 @@ def test_the_build_is_said_as_a_compile(fresh):
         assert _ckernels.library() is not None
     finally:
         _kernels.compile_sinks().remove(sink)
-    assert heard == [("start", "C text kernels"), ("end", "C text kernels")]
+    assert heard == [("start", "C kernels"), ("end", "C kernels")]
     assert _kernels.compile_seconds() > before
 
 
@@ -280,7 +280,7 @@ def test_without_a_working_compiler_numbas_kernels_run_and_say_why(
     with caplog.at_level(logging.WARNING, logger="curator_dask"):
         assert _ckernels.library() is None
         assert _ckernels.library() is None  # said once per process
-    said = [r.getMessage() for r in caplog.records if "C text kernels" in r.getMessage()]
+    said = [r.getMessage() for r in caplog.records if "C kernels" in r.getMessage()]
     assert len(said) == 1, said
     assert why in said[0], said
     assert _ckernels.kernel("word_counts") is _text_kernels.word_counts

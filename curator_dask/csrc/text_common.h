@@ -1,4 +1,4 @@
-/* Shared pieces of the C text kernels (see curator_dask/_ckernels.py).
+/* Shared pieces of the C kernels (see curator_dask/_ckernels.py).
  *
  * Each kernel here gives, bit for bit, what its numba twin in curator_dask/_text_kernels.py
  * gives: the numba kernels are the reference (and what runs where no C compiler is found),
