@@ -4,9 +4,11 @@ outputs and accounting as the dask path."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -186,6 +188,25 @@ def test_exact_in_memory_and_dask_paths_write_the_same_outputs(
     assert got["kept"] + got["removed"] + got["quarantined"] == 401
 
 
+def _own_numba_cache(directory: Path) -> dict[str, str]:
+    """The environment of a process whose numba cache is ``directory``, seeded with the
+    package's cached kernels (numba's cache beside its modules), so that a first run there
+    compiles only what those lack (nothing, mostly). No other process writes into it: what
+    another process does to the package's cache (a first compile, a kernel's other
+    signature, caches removed, a module's source changed) cannot take a kernel out of it
+    between the two runs."""
+    from numba.core.caching import UserProvidedCacheLocator
+
+    for built in (ROOT / "curator_dask").rglob("__pycache__"):
+        # numba's folder for the modules of ``built.parent`` under NUMBA_CACHE_DIR
+        sub = UserProvidedCacheLocator.get_suitable_cache_subpath(str(built.parent / "m.py"))
+        (directory / sub).mkdir(parents=True, exist_ok=True)
+        for f in [*built.glob("*.nbi"), *built.glob("*.nbc")]:  # each written whole
+            with contextlib.suppress(FileNotFoundError):  # removed meanwhile: compiled then
+                shutil.copyfile(f, directory / sub / f.name)
+    return {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(directory)}
+
+
 def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
     tmp_path: Path, src: Path
 ) -> None:
@@ -198,7 +219,12 @@ def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
     nor fsspec and asyncio (local files).
     The run removes what it did, and kernels compiled afterwards in the same process work:
     one that raises from ``np.empty``, one that links a cached kernel in (its bitcode
-    parsed then)."""
+    parsed then).
+    Both runs are processes of their own with a numba cache of this test's own
+    (:func:`_own_numba_cache`). A first run in this process wrote nothing where an earlier
+    test had loaded the kernels here: the second then found them only if the package's
+    cache still held each one for the source on disk, and compiled (failed) where another
+    process had changed it meanwhile."""
     code = (
         "import json, sys\n"
         "import llvmlite.binding as ll\n"
@@ -221,23 +247,24 @@ def test_a_small_dedup_command_loads_its_cached_kernels_without_numbas_compiler(
         "a, b = np.array([1, 2, 3], np.uint64), np.array([2, 3, 4], np.uint64)\n"
         "print(numba.njit(lambda a, b: jaccard_sorted(a, b))(a, b), bool(parsed))\n"
     )
-    from curator_dask.cli import main
+    env = _own_numba_cache(tmp_path / "numba")
 
-    def args(run: str) -> list[str]:
-        out = str(tmp_path / run)
-        return ["fuzzy-dedup", str(src), "--output", out, "--cache-dir", f"{out}-c", "-q"]
+    def run(name: str, code: str) -> subprocess.CompletedProcess[str]:
+        out = str(tmp_path / name)
+        args = ["fuzzy-dedup", str(src), "--output", out, "--cache-dir", f"{out}-c", "-q"]
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args, "--perform-removal"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
 
-    with warnings.catch_warnings():  # the bad line: the command says it
-        warnings.simplefilter("ignore", QuarantineWarning)
-        assert main([*args("first"), "--perform-removal"]) == 0  # here: the kernels cached
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args("second"), "--perform-removal"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    first = "import sys\nfrom curator_dask.cli import main\nassert main(sys.argv[1:]) == 0\n"
+    run("first", first)  # the kernels cached (compiled where the seed lacks them)
+    done = run("second", code)
     imported, compiled_after, raised, linked = done.stdout.splitlines()[-4:]
     assert json.loads(imported) == []  # every kernel from the cache
     assert compiled_after == "45"
