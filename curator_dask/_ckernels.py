@@ -189,6 +189,10 @@ _SIGNATURES = {
     "cdk_document_stats": (_P, _I, _P, _P, _P),
     "cdk_ngram_stats": (_P, _I, _P, _P, _I, _P),
     "cdk_word_list_counts": (_P, _I, _P, _P, _P, _P, _P, _I, _P),
+    "cdk_band_hashes_u32": (_P, _I, _I, _I, _I, _I, _P),
+    "cdk_band_hashes_u64": (_P, _I, _I, _I, _I, _I, _P),
+    "cdk_member_set_hash": (_P, _P, _P, _I, _P),
+    "cdk_verify_anchors": (_P, _P, _I, _P, _P, _P, ctypes.c_double, _I, _P, _P, _P),
 }
 
 
@@ -317,6 +321,73 @@ def _word_list_counts(
     return out
 
 
+def _band_hashes(
+    lib: Any, sig: np.ndarray, num_bands: int, rows: int, first_band: int
+) -> np.ndarray:
+    """``lsh._band_hashes`` of uint32 or uint64 signatures (the callers' only dtypes: other
+    dtypes go to numba's, ``lsh.band_hashes``); the caller checked the columns suffice."""
+    fn = lib.cdk_band_hashes_u32 if sig.dtype == np.uint32 else lib.cdk_band_hashes_u64
+    sig = np.ascontiguousarray(sig)
+    n, num_bands = sig.shape[0], int(num_bands)
+    out = np.empty((n, num_bands), np.uint64)
+    _ok(
+        fn(sig.ctypes.data, n, sig.shape[1], num_bands, int(rows), int(first_band), out.ctypes.data)
+    )
+    return out
+
+
+def _member_set_hash(
+    lib: Any, bucket: np.ndarray, uid: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> np.ndarray:
+    """``lsh._member_set_hash`` (``bucket`` is not read: the rows are a bucket's already)."""
+    uid, starts, ends = _i64(uid), _i64(starts), _i64(ends)
+    out = np.empty(len(starts), np.uint64)
+    _ok(
+        lib.cdk_member_set_hash(
+            uid.ctypes.data, starts.ctypes.data, ends.ctypes.data, len(starts), out.ctypes.data
+        )
+    )
+    return out
+
+
+def _verify_anchors(
+    lib: Any,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    sets: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    threshold: float,
+    max_anchors: int,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``lsh._verify_anchors`` of uint64 sets (``lsh.verify_buckets`` sends others, and
+    ``max_anchors < 1``, to numba's). An edge joins two parts of its bucket: a bucket of
+    ``k`` rows gives at most ``k - 1``, so the edges' arrays are allocated here."""
+    starts, ends, lo, hi = _i64(starts), _i64(ends), _i64(lo), _i64(hi)
+    sets = _u64(sets)
+    cap = int(np.maximum(ends - starts - 1, 0).sum()) if len(starts) else 0
+    out_a = np.empty(cap, np.int64)
+    out_b = np.empty(cap, np.int64)
+    counts = np.zeros(2, np.int64)
+    _ok(
+        lib.cdk_verify_anchors(
+            starts.ctypes.data,
+            ends.ctypes.data,
+            len(starts),
+            sets.ctypes.data,
+            lo.ctypes.data,
+            hi.ctypes.data,
+            float(threshold),
+            int(max_anchors),
+            out_a.ctypes.data,
+            out_b.ctypes.data,
+            counts.ctypes.data,
+        )
+    )
+    n_out = int(counts[0])
+    return out_a[:n_out], out_b[:n_out], int(counts[1])
+
+
 _C_KERNELS: dict[str, Callable[..., Any]] = {
     "doc_hashes": _doc_hashes,
     "word_counts": _word_counts,
@@ -324,6 +395,9 @@ _C_KERNELS: dict[str, Callable[..., Any]] = {
     "document_stats": _document_stats,
     "ngram_stats": _ngram_stats,
     "word_list_counts": _word_list_counts,
+    "lsh.band_hashes": _band_hashes,
+    "lsh.member_set_hash": _member_set_hash,
+    "lsh.verify_anchors": _verify_anchors,
 }
 
 

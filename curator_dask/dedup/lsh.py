@@ -42,6 +42,7 @@ import numba
 import numpy as np
 import pandas as pd
 
+from curator_dask import _ckernels
 from curator_dask._kernels import KERNEL_OPT, helper, share_compiles
 from curator_dask.dedup._params import BAND_SHAPES as BAND_SHAPES  # the named shapes
 from curator_dask.dedup.minhash import POLY, _fmix64, jaccard_sorted
@@ -159,7 +160,11 @@ def band_hashes(
     need = (first_band + num_bands) * minhashes_per_band
     if signatures.shape[1] < need:
         raise ValueError(f"signatures have {signatures.shape[1]} values, bands need {need}")
-    return _band_hashes(signatures, num_bands, minhashes_per_band, first_band).view(np.int64)
+    # the C twin where there is one, for the signatures' dtypes (uint32, uint64)
+    fn = _band_hashes
+    if signatures.dtype in (np.uint32, np.uint64):
+        fn = _ckernels.kernel("lsh.band_hashes", _band_hashes)
+    return fn(signatures, num_bands, minhashes_per_band, first_band).view(np.int64)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -197,7 +202,8 @@ def bucket_edges(bucket: np.ndarray, uid: np.ndarray) -> pd.DataFrame:
     sizes = ends - starts
     big = sizes >= 2
     starts, ends, sizes = starts[big], ends[big], sizes[big]
-    mhash = _member_set_hash(bucket, uid, starts, ends).view(np.int64)
+    member_set_hash = _ckernels.kernel("lsh.member_set_hash", _member_set_hash)
+    mhash = member_set_hash(bucket, uid, starts, ends).view(np.int64)
     anchors = uid[starts]
     # members other than the anchor of each kept bucket
     idx = np.repeat(starts, sizes - 1) + _ranges(sizes - 1) + 1
@@ -395,7 +401,10 @@ def verify_buckets(
     starts = np.flatnonzero(new).astype(np.int64)
     ends = np.append(starts[1:], len(bucket)).astype(np.int64)
     if max_anchors is not None and max_anchors > 0:
-        a, b, n = _verify_anchors(starts, ends, sets, lo, hi, float(threshold), int(max_anchors))
+        verify = _verify_anchors
+        if sets.dtype == np.uint64:  # the C twin's dtype: the shingle hashes' own
+            verify = _ckernels.kernel("lsh.verify_anchors", _verify_anchors)
+        a, b, n = verify(starts, ends, sets, lo, hi, float(threshold), int(max_anchors))
     else:
         a, b, n = _verify(starts, ends, sets, lo, hi, float(threshold))
     return a, b, int(n)
