@@ -47,7 +47,13 @@ int cdk_member_set_hash(const int64_t *uid, const int64_t *starts, const int64_t
                         int64_t n, uint64_t *out) {
     for (int64_t g = 0; g < n; g++) {
         uint64_t acc = CDK_LSH_SET0;
-        for (int64_t p = starts[g]; p < ends[g]; p++) acc = (acc ^ (uint64_t)uid[p]) * CDK_LSH_POLY;
+        int64_t p = starts[g], e = ends[g];
+        if (e - p >= 2) { /* every bucket hashed has two members or more */
+            acc = (acc ^ (uint64_t)uid[p]) * CDK_LSH_POLY;
+            acc = (acc ^ (uint64_t)uid[p + 1]) * CDK_LSH_POLY;
+            p += 2;
+        }
+        for (; p < e; p++) acc = (acc ^ (uint64_t)uid[p]) * CDK_LSH_POLY;
         out[g] = cdk_lsh_fmix64(acc);
     }
     return CDK_OK;
