@@ -193,6 +193,11 @@ _SIGNATURES = {
     "cdk_band_hashes_u64": (_P, _I, _I, _I, _I, _I, _P),
     "cdk_member_set_hash": (_P, _P, _P, _I, _P),
     "cdk_verify_anchors": (_P, _P, _I, _P, _P, _P, ctypes.c_double, _I, _P, _P, _P),
+    "cdk_unique_per_doc": (_P, _P, _I, _P, _P, _P),
+    "cdk_union_into_i32": (_P, _P, _P, _I),
+    "cdk_union_into_i64": (_P, _P, _P, _I),
+    "cdk_flatten_i32": (_P, _I),
+    "cdk_flatten_i64": (_P, _I),
 }
 
 
@@ -388,6 +393,49 @@ def _verify_anchors(
     return out_a[:n_out], out_b[:n_out], int(counts[1])
 
 
+def _unique_per_doc(lib: Any, hashes: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
+    hashes, offsets = _u64(hashes), _i64(offsets)
+    n = len(offsets) - 1
+    out = np.empty(len(hashes), np.uint64)
+    out_off = np.zeros(n + 1, np.int64)
+    pos = ctypes.c_int64(0)
+    _ok(
+        lib.cdk_unique_per_doc(
+            hashes.ctypes.data,
+            offsets.ctypes.data,
+            n,
+            out.ctypes.data,
+            out_off.ctypes.data,
+            ctypes.addressof(pos),
+        )
+    )
+    return out[: pos.value], out_off
+
+
+def _parent(lib: Any, parent: Any, kernel: str) -> Any:
+    """``kernel``'s C function for a union-find's parent array (``_i32`` or ``_i64``): the
+    array is updated in place, so it must be int32 or int64 (what components.py makes),
+    C-contiguous and writable."""
+    if not isinstance(parent, np.ndarray) or parent.dtype not in (np.int32, np.int64):
+        raise TypeError(f"a parent array of int32 or int64 is needed, not {type(parent)}")
+    if not (parent.flags.c_contiguous and parent.flags.writeable):
+        raise TypeError("the parent array must be C-contiguous and writable")
+    return getattr(lib, kernel + ("_i32" if parent.dtype == np.int32 else "_i64"))
+
+
+def _union_into(lib: Any, parent: np.ndarray, a: Any, b: Any) -> None:
+    fn = _parent(lib, parent, "cdk_union_into")
+    a = np.ascontiguousarray(a, dtype=parent.dtype)
+    b = np.ascontiguousarray(b, dtype=parent.dtype)
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} first and {len(b)} second vertices")
+    _ok(fn(parent.ctypes.data, a.ctypes.data, b.ctypes.data, len(a)))
+
+
+def _flatten(lib: Any, parent: np.ndarray) -> None:
+    _ok(_parent(lib, parent, "cdk_flatten")(parent.ctypes.data, len(parent)))
+
+
 _C_KERNELS: dict[str, Callable[..., Any]] = {
     "doc_hashes": _doc_hashes,
     "word_counts": _word_counts,
@@ -398,6 +446,9 @@ _C_KERNELS: dict[str, Callable[..., Any]] = {
     "lsh.band_hashes": _band_hashes,
     "lsh.member_set_hash": _member_set_hash,
     "lsh.verify_anchors": _verify_anchors,
+    "minhash.unique_per_doc": _unique_per_doc,
+    "components.union_into": _union_into,
+    "components.flatten": _flatten,
 }
 
 

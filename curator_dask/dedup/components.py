@@ -30,7 +30,7 @@ import numba
 import numpy as np
 import pandas as pd
 
-from curator_dask import config, sizing
+from curator_dask import _ckernels, config, sizing
 from curator_dask._kernels import KERNEL_OPT, share_compiles
 from curator_dask.dedup._common import UID_SHIFT, shuffle_method
 from curator_dask.dedup._runtime import (
@@ -75,6 +75,15 @@ def _flatten(parent):  # pragma: no cover - compiled
         parent[i] = parent[parent[i]]
 
 
+def _union_kernels() -> tuple[Any, Any]:
+    """:func:`_union_into` and :func:`_flatten`, or their C twins (``csrc/dedup_small.c``,
+    for int32 and int64 parents) where :mod:`curator_dask._ckernels` builds them."""
+    return (
+        _ckernels.kernel("components.union_into", _union_into),
+        _ckernels.kernel("components.flatten", _flatten),
+    )
+
+
 def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     """Label the vertices of edges ``(u, v)`` with their component's smallest vertex."""
     u = np.asarray(u, dtype=np.int64)
@@ -90,8 +99,9 @@ def components_in_memory(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
     # _union_into and _flatten for both, not one more per dtype on a machine's first run
     dtype = np.int32 if n < 2**31 else np.int64
     root = np.arange(n, dtype=dtype)
-    _union_into(root, inv[:m].astype(dtype), inv[m:].astype(dtype))
-    _flatten(root)
+    union_into, flatten = _union_kernels()
+    union_into(root, inv[:m].astype(dtype), inv[m:].astype(dtype))
+    flatten(root)
     return pd.DataFrame({"uid": nodes, "label": nodes[root]})
 
 
@@ -141,6 +151,7 @@ def _union_files(
     n = int(off[-1])
     parent = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
     touched = np.zeros(n, dtype=np.bool_)
+    union_into, flatten = _union_kernels()
     for f in files:
         fs, p = get_fs(f, storage_options)
         with fs.open(p, "rb") as fh:
@@ -150,9 +161,9 @@ def _union_files(
         del table
         touched[a] = True
         touched[b] = True
-        _union_into(parent, a.astype(parent.dtype), b.astype(parent.dtype))
+        union_into(parent, a.astype(parent.dtype), b.astype(parent.dtype))
         del a, b
-    _flatten(parent)
+    flatten(parent)
     return parent, touched, off
 
 

@@ -55,6 +55,7 @@ import pyarrow as pa
 from numba.core.codegen import get_host_cpu_features
 from numba.extending import intrinsic
 
+from curator_dask import _ckernels
 from curator_dask._kernels import KERNEL_OPT, helper, share_compiles
 from curator_dask.dedup._normtables import CASED as _CASED
 from curator_dask.dedup._normtables import IGNORABLE as _IGNORABLE
@@ -915,8 +916,12 @@ def minhash_signatures(
 
 
 def unique_shingles(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sort and de-duplicate each document's shingle hashes (uint64, for exact Jaccard)."""
-    return _unique_per_doc(
+    """Sort and de-duplicate each document's shingle hashes (uint64, for exact Jaccard).
+
+    ``(distinct hashes, their int64 offsets)``: :func:`_unique_per_doc`, or its C twin
+    (``csrc/dedup_small.c``) where :mod:`curator_dask._ckernels` builds it."""
+    unique = _ckernels.kernel("minhash.unique_per_doc", _unique_per_doc)
+    return unique(  # type: ignore[no-any-return]
         np.ascontiguousarray(hashes, dtype=np.uint64),
         np.ascontiguousarray(offsets, dtype=np.int64),
     )
