@@ -393,6 +393,16 @@ def _verify_anchors(
     return out_a[:n_out], out_b[:n_out], int(counts[1])
 
 
+def _ptr(a: np.ndarray) -> int:
+    """The address of ``a``'s data (C-contiguous): through a ctypes view of its buffer where
+    it is writable and not empty (a third of ``a.ctypes.data``'s microsecond, which a call on
+    a small partition notices), else ``a.ctypes.data``."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))  # type: ignore[arg-type]
+    except (TypeError, ValueError, BufferError):
+        return int(a.ctypes.data)
+
+
 def _unique_per_doc(lib: Any, hashes: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
     hashes, offsets = _u64(hashes), _i64(offsets)
     n = len(offsets) - 1
@@ -401,39 +411,34 @@ def _unique_per_doc(lib: Any, hashes: Any, offsets: Any) -> tuple[np.ndarray, np
     pos = ctypes.c_int64(0)
     _ok(
         lib.cdk_unique_per_doc(
-            hashes.ctypes.data,
-            offsets.ctypes.data,
-            n,
-            out.ctypes.data,
-            out_off.ctypes.data,
-            ctypes.addressof(pos),
+            _ptr(hashes), _ptr(offsets), n, _ptr(out), _ptr(out_off), ctypes.addressof(pos)
         )
     )
     return out[: pos.value], out_off
 
 
-def _parent(lib: Any, parent: Any, kernel: str) -> Any:
-    """``kernel``'s C function for a union-find's parent array (``_i32`` or ``_i64``): the
-    array is updated in place, so it must be int32 or int64 (what components.py makes),
-    C-contiguous and writable."""
+def _parent(parent: Any) -> bool:
+    """Whether a union-find's parent array is int32 (else int64): it is updated in place, so
+    it must be one of those (what components.py makes), C-contiguous and writable."""
     if not isinstance(parent, np.ndarray) or parent.dtype not in (np.int32, np.int64):
         raise TypeError(f"a parent array of int32 or int64 is needed, not {type(parent)}")
     if not (parent.flags.c_contiguous and parent.flags.writeable):
         raise TypeError("the parent array must be C-contiguous and writable")
-    return getattr(lib, kernel + ("_i32" if parent.dtype == np.int32 else "_i64"))
+    return bool(parent.dtype == np.int32)
 
 
 def _union_into(lib: Any, parent: np.ndarray, a: Any, b: Any) -> None:
-    fn = _parent(lib, parent, "cdk_union_into")
+    fn = lib.cdk_union_into_i32 if _parent(parent) else lib.cdk_union_into_i64
     a = np.ascontiguousarray(a, dtype=parent.dtype)
     b = np.ascontiguousarray(b, dtype=parent.dtype)
     if len(a) != len(b):
         raise ValueError(f"{len(a)} first and {len(b)} second vertices")
-    _ok(fn(parent.ctypes.data, a.ctypes.data, b.ctypes.data, len(a)))
+    _ok(fn(_ptr(parent), _ptr(a), _ptr(b), len(a)))
 
 
 def _flatten(lib: Any, parent: np.ndarray) -> None:
-    _ok(_parent(lib, parent, "cdk_flatten")(parent.ctypes.data, len(parent)))
+    fn = lib.cdk_flatten_i32 if _parent(parent) else lib.cdk_flatten_i64
+    _ok(fn(_ptr(parent), len(parent)))
 
 
 _C_KERNELS: dict[str, Callable[..., Any]] = {

@@ -4,6 +4,7 @@
  * numba twin gives (tests/dedup/test_ckernels_dedup_small.py compares them). */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CDK_OK 0
 #define CDK_NOMEM 1
@@ -78,8 +79,9 @@ static inline void cdk_sort_range(uint64_t *v, int64_t lo, int64_t hi) {
 /* Each document's hashes (n documents: offsets, n + 1) sorted and de-duplicated, one after
  * the other into out (as long as hashes); out_off (n + 1, zeroed by the caller) gets where
  * each document's ones end, *npos how many there are in all. A counting pass on the top bits
- * puts uniform hashes almost in order and one insertion pass finishes the sort; a range with
- * a crowded bucket is quicksorted instead. */
+ * and a scatter from the input put uniform hashes almost in order where they go (no copy
+ * before or after), and one insertion pass finishes the sort; a range with a crowded bucket
+ * is copied there and quicksorted instead. */
 int cdk_unique_per_doc(const uint64_t *hashes, const int64_t *offsets, int64_t n, uint64_t *out,
                        int64_t *out_off, int64_t *npos) {
     int64_t longest = 0, pos = 0;
@@ -87,39 +89,35 @@ int cdk_unique_per_doc(const uint64_t *hashes, const int64_t *offsets, int64_t n
         int64_t m = offsets[i + 1] - offsets[i];
         longest = m > longest ? m : longest;
     }
-    uint64_t *tmp = malloc((size_t)(longest + 1) * sizeof(uint64_t));
     int64_t *count = malloc((size_t)(2 * longest + 2) * sizeof(int64_t));
-    if (tmp == NULL || count == NULL) {
-        free(tmp);
-        free(count);
-        return CDK_NOMEM;
-    }
+    if (count == NULL) return CDK_NOMEM;
     for (int64_t i = 0; i < n; i++) {
         int64_t s = offsets[i], m = offsets[i + 1] - s;
+        const uint64_t *src = hashes + s;
         uint64_t *v = out + pos;
-        for (int64_t k = 0; k < m; k++) v[k] = hashes[s + k];
+        int64_t crowded = 1; /* a short range is sorted where it is copied */
         if (m > CDK_SMALL_SORT) {
             int bits = 1;
             while (((int64_t)1 << bits) < m) bits++;
             int shift = 64 - bits;
             int64_t buckets = (int64_t)1 << bits;
             for (int64_t t = 0; t <= buckets; t++) count[t] = 0;
-            int64_t crowded = 0;
+            crowded = 0;
             for (int64_t k = 0; k < m; k++) {
-                int64_t t = (int64_t)(v[k] >> shift) + 1;
-                int64_t c = ++count[t];
+                int64_t c = ++count[(int64_t)(src[k] >> shift) + 1];
                 crowded |= c > CDK_CROWDED; /* no branch: it is rarely true */
             }
-            if (crowded) {
-                cdk_sort_range(out, pos, pos + m);
-            } else {
+            if (!crowded) {
                 for (int64_t t = 0; t < buckets; t++) count[t + 1] += count[t];
                 for (int64_t k = 0; k < m; k++) {
-                    uint64_t x = v[k];
-                    tmp[count[x >> shift]++] = x;
+                    uint64_t x = src[k];
+                    v[count[x >> shift]++] = x;
                 }
-                for (int64_t k = 0; k < m; k++) v[k] = tmp[k];
             }
+        }
+        if (crowded) {
+            memmove(v, src, (size_t)m * sizeof(uint64_t));
+            if (m > CDK_SMALL_SORT) cdk_sort_range(v, 0, m);
         }
         /* an insertion pass: the whole sort of a short range, the last step of a bucketed one */
         cdk_insertion_sort(v, 0, m);
@@ -134,7 +132,6 @@ int cdk_unique_per_doc(const uint64_t *hashes, const int64_t *offsets, int64_t n
         }
         out_off[i + 1] = pos;
     }
-    free(tmp);
     free(count);
     *npos = pos;
     return CDK_OK;

@@ -188,6 +188,11 @@ def test_unique_per_doc_edges():
     sets, off = _assert_unique_twins(np.full(100, TOP), np.array([0, 50, 100]))  # all equal
     assert sets.tolist() == [2**64 - 1] * 2
     assert off.tolist() == [0, 1, 2]
+    frozen = _docs(rng, [40, 3], "repeats")  # read-only arrays (e.g. over an Arrow buffer)
+    frozen.flags.writeable = False
+    offsets = np.array([0, 40, 43])
+    offsets.flags.writeable = False
+    _assert_unique_twins(frozen, offsets)
 
 
 def test_unique_per_doc_raises_memory_error_when_its_scratch_cannot_be_had():
@@ -220,6 +225,12 @@ def test_union_find_edges():
     pairs = _assert_union_twins(n, np.arange(0, n, 2), np.arange(1, n, 2))  # many components
     assert pairs.tolist() == np.repeat(np.arange(0, n, 2), 2).tolist()
     union_c, flatten_c = components._union_kernels()
+    parent = np.arange(4, dtype=np.int32)
+    a, b = np.array([3, 1], np.int32), np.array([2, 0], np.int32)
+    a.flags.writeable = b.flags.writeable = False  # read-only edges
+    union_c(parent, a, b)
+    flatten_c(parent)
+    assert parent.tolist() == [0, 0, 2, 2]
     with pytest.raises(TypeError, match="int32 or int64"):
         union_c(np.arange(3, dtype=np.uint32), np.zeros(1), np.zeros(1))
     with pytest.raises(TypeError, match="C-contiguous and writable"):
