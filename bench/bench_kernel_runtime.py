@@ -4,8 +4,10 @@ A change that makes a kernel compile faster must not make it run slower. This lo
 kernel modules of ``--baseline DIR`` (another checkout, e.g. ``git worktree add --detach
 /tmp/base main``) beside this checkout's and calls each kernel of both on the same arrays
 (the shipped sample's first ``--docs`` documents), interleaved, ``--repeat`` times; the
-results must be equal (compared flat). Times are CPU seconds of this process; pin it to one
-core (``taskset -c 1``) on a shared box.
+results must be equal (compared flat). This checkout's side is what it runs: the C twins
+(``curator_dask/csrc``) where its C kernels are built, numba's kernels otherwise (so a
+baseline from before the C kernels times C against numba). Times are CPU seconds of this
+process; pin it to one core (``taskset -c 1``) on a shared box.
 
 Usage::
 
@@ -70,7 +72,7 @@ def load_baseline(base: Path) -> tuple[ModuleType, ModuleType]:
 
 
 def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
-    from curator_dask import _text_kernels as kernels
+    from curator_dask import _ckernels
     from curator_dask import text as text_kit
     from curator_dask.dedup import minhash
     from curator_dask.demo import SAMPLE
@@ -88,22 +90,23 @@ def _cases(base: Path, docs: int) -> dict[str, tuple[Callable[[], Any], Callable
     k1s, k2s = text_kit._pack_words({"the", "be", "to", "of", "and"})  # type: ignore[misc]
     strip = text_kit._strip_table(".,;:!?\"'()")
     words_args = (offs, data, strip, text_kit._tables()["ascii_lower"], k1s, k2s)
+    # what this checkout runs: the C twins (csrc/) where the library is built, else numba's
+    kernel = _ckernels.kernel
     return {
         "document_stats": (
             lambda: old_kernels.document_stats(*args),
-            lambda: kernels.document_stats(*args),
+            lambda: kernel("document_stats")(*args),
         ),
         "ngram_stats": (
             lambda: old_kernels.ngram_stats(*args, 10),
-            lambda: kernels.ngram_stats(*args, 10),
+            lambda: kernel("ngram_stats")(*args, 10),
         ),
         "word_list_counts": (
             lambda: old_kernels.word_list_counts(*words_args),
-            lambda: kernels.word_list_counts(*words_args),
+            lambda: kernel("word_list_counts")(*words_args),
         ),
         "_unique_per_doc": (
             lambda: old_minhash._unique_per_doc(hashes, offsets),
-            # what this checkout runs: the C twin (csrc/dedup_small.c) where it is built
             lambda: minhash.unique_shingles(hashes, offsets),
         ),
         "_word_shingles": (
