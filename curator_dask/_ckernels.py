@@ -110,23 +110,18 @@ def library() -> Any:
     with _LOCK:
         if "lib" in _LOADED:
             return _LOADED["lib"]
-        lib = None
-        try:
-            lib = _build_and_load()
-        except _NoLibrary as why:
+        lib, why = _build_and_load()
+        if lib is None:
             logger.warning("C kernels not used, numba's instead (same results): %s", why)
         _LOADED["lib"] = lib
         return lib
 
 
-class _NoLibrary(Exception):
-    pass
-
-
-def _build_and_load() -> Any:
+def _build_and_load() -> tuple[Any, str]:
+    """``(library, "")``, or ``(None, why not)``."""
     cc = compiler()
     if cc is None:
-        raise _NoLibrary("no C compiler ($CC, cc, gcc or clang on PATH)")
+        return None, "no C compiler ($CC, cc, gcc or clang on PATH)"
     name = f"libcurator_kernels-{_digest(cc)}.so"
     from curator_dask.config import cache_dir
 
@@ -143,20 +138,22 @@ def _build_and_load() -> Any:
         try:
             os.makedirs(directory, exist_ok=True)
         except OSError as e:
-            raise _NoLibrary(f"cannot create {directory}: {e}") from e
+            return None, f"cannot create {directory}: {e}"
         with _kernels._machine_lock(name):  # one process builds; the others wait, then load
-            if not os.path.exists(path):
-                _build(cc, path)
+            failed = None if os.path.exists(path) else _build(cc, path)
+        if failed:
+            return None, failed
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
-        raise _NoLibrary(f"cannot load {path}: {e}") from e
+        return None, f"cannot load {path}: {e}"
     _declare(lib)
-    return lib
+    return lib, ""
 
 
-def _build(cc: str, path: str) -> None:
-    """Compile the sources into ``path`` (atomically: a temporary name, then renamed)."""
+def _build(cc: str, path: str) -> str | None:
+    """Compile the sources into ``path`` (atomically: a temporary name, then renamed);
+    why not, if it failed."""
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     sources = [p for p in _sources() if p.endswith(".c")]
     cmd = [cc, *CFLAGS, "-o", tmp, *sources]
@@ -165,7 +162,7 @@ def _build(cc: str, path: str) -> None:
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as e:
-        raise _NoLibrary(f"{os.path.basename(cc)} failed: {e}") from e
+        return f"{os.path.basename(cc)} failed: {e}"
     finally:
         took = time.perf_counter() - t0
         _kernels._COMPILING.seconds = _kernels.compile_seconds() + took
@@ -174,10 +171,11 @@ def _build(cc: str, path: str) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-        raise _NoLibrary(
-            f"{' '.join(cmd[:1] + list(CFLAGS))} ... exited {done.returncode}: " + " | ".join(tail)
+        return f"{' '.join(cmd[:1] + list(CFLAGS))} ... exited {done.returncode}: " + " | ".join(
+            tail
         )
     os.replace(tmp, path)
+    return None
 
 
 _P = ctypes.c_void_p
