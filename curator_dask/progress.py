@@ -503,8 +503,7 @@ def following_compiles(
         logger.debug("kernel %s: compile %s", kernel, state)
         if first and enabled:
             say(
-                "compiling kernels... (their first run on this machine; numba caches them "
-                "for later runs)",
+                "compiling kernels... (their first run on this machine; cached for later runs)",
                 stream,
             )
 

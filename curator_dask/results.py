@@ -165,8 +165,9 @@ class PipelineResult:
         )
         if compiled:
             lines.append(
-                f"compile {self.compile_seconds:.1f} s: numba kernels compiled on their first "
-                "call on this machine (cached for later runs), not counted in the stage seconds"
+                f"compile {self.compile_seconds:.1f} s: kernels compiled on their first call on "
+                "this machine (C or numba, cached for later runs), not counted in the stage "
+                "seconds"
             )
         if self.splits:
             lines.append(
