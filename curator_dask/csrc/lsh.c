@@ -101,6 +101,18 @@ static inline int cdk_lsh_check(int64_t *parent, const uint64_t *sets, const int
     return 0;
 }
 
+/* cdk_lsh_check, and the edge (s+i, s+j) appended to out_a/out_b where joined (lsh._push_edge) */
+static inline int cdk_lsh_join(int64_t *parent, const uint64_t *sets, const int64_t *lo,
+                               const int64_t *hi, int64_t s, int64_t i, int64_t j,
+                               double threshold, int64_t *out_a, int64_t *out_b,
+                               int64_t *n_out) {
+    if (!cdk_lsh_check(parent, sets, lo, hi, s, i, j, threshold)) return 0;
+    out_a[*n_out] = s + i;
+    out_b[*n_out] = s + j;
+    *n_out += 1;
+    return 1;
+}
+
 /* lsh._verify_anchors over the n_groups buckets rows starts[g]..ends[g]-1. Each edge joins
  * two parts of its bucket, so a bucket of k rows gives at most k - 1: out_a and out_b hold
  * the sum of those (the caller's bound); their count goes to counts[0], the checks made to
@@ -133,12 +145,8 @@ int cdk_verify_anchors(const int64_t *starts, const int64_t *ends, int64_t n_gro
                     continue;
                 }
                 n_checked++;
-                if (cdk_lsh_check(parent, sets, lo, hi, s, i, j, threshold)) {
-                    matched = 1;
-                    out_a[n_out] = s + i;
-                    out_b[n_out] = s + j;
-                    n_out++;
-                }
+                matched |= cdk_lsh_join(parent, sets, lo, hi, s, i, j, threshold, out_a, out_b,
+                                        &n_out);
             }
             if (matched) continue;
             /* no anchor matched: a partner among the earlier members, while the budget lasts */
@@ -148,12 +156,8 @@ int cdk_verify_anchors(const int64_t *starts, const int64_t *ends, int64_t n_gro
                     continue;
                 budget--;
                 n_checked++;
-                if (cdk_lsh_check(parent, sets, lo, hi, s, i, j, threshold)) {
-                    matched = 1;
-                    out_a[n_out] = s + i;
-                    out_b[n_out] = s + j;
-                    n_out++;
-                }
+                matched |= cdk_lsh_join(parent, sets, lo, hi, s, i, j, threshold, out_a, out_b,
+                                        &n_out);
             }
             if (!matched && n_anchors < max_anchors) anchors[n_anchors++] = j;
         }
