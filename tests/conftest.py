@@ -1,4 +1,4 @@
-"""Shared fixtures and the ``gpu`` marker's auto-skip."""
+"""Shared fixtures and the ``gpu`` and ``c_compiler`` markers' auto-skips."""
 
 from __future__ import annotations
 
@@ -36,12 +36,20 @@ def _cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _cuda_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU (none found)")
+    from curator_dask._ckernels import compiler
+
+    missing = {}
+    if not _cuda_available():
+        missing["gpu"] = "needs a CUDA GPU (none found)"
+    if compiler() is None:
+        missing["c_compiler"] = (
+            "needs a C compiler ($CC, cc, gcc or clang on PATH; none found) to build the C "
+            "kernels; numba's kernels, which run without one, are tested by the rest"
+        )
     for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+        for marker, reason in missing.items():
+            if marker in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session")

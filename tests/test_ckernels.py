@@ -21,7 +21,6 @@ from curator_dask import _ckernels, _kernels, _text_kernels, text
 from curator_dask.filters.heuristics import COMMON_ENGLISH_WORDS, WORD_PUNCTUATION
 
 ROOT = Path(__file__).resolve().parent.parent
-needs_cc = pytest.mark.skipif(_ckernels.compiler() is None, reason="no C compiler here")
 
 
 @pytest.fixture
@@ -79,7 +78,7 @@ def _assert_twins(docs: list[str]) -> None:
             np.testing.assert_array_equal(a, b, err_msg=variant)
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_the_c_kernels_equal_numbas_on_the_sample(sample_records):
     _assert_twins([r["text"] for r in sample_records])
 
@@ -90,20 +89,20 @@ _ALPHABET = st.sampled_from(
 )  # fmt: skip
 
 
-@needs_cc
+@pytest.mark.c_compiler
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=st.lists(st.lists(_ALPHABET, max_size=40).map("".join), min_size=1, max_size=9))
 def test_the_c_kernels_equal_numbas_on_random_text(docs):
     _assert_twins(docs)
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_an_empty_partition_and_empty_documents():
     _assert_twins([""])
     _assert_twins(["", "", "a"])
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_document_stats_of_long_lines_repeats_and_a_document_larger_than_the_first_table():
     line = "\u2022 é www.example.org/" + "x" * 300 + " ... …"
     many = "\n".join(["- a", "b.", "- a", "c…", "* ", " +x", "ü", "ü "] * 60)  # tables grow
@@ -133,7 +132,7 @@ _URLISH = st.sampled_from(
 )  # fmt: skip
 
 
-@needs_cc
+@pytest.mark.c_compiler
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=st.lists(st.lists(_URLISH, max_size=30).map("".join), min_size=1, max_size=6))
 def test_document_stats_equals_numbas_on_urls_symbols_and_bullets(docs):
@@ -166,7 +165,7 @@ except MemoryError as e:
 """
 
 
-@needs_cc
+@pytest.mark.c_compiler
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
 @pytest.mark.parametrize("name", ["document_stats", "ngram_stats"])
 def test_a_c_kernel_that_cannot_allocate_raises_memory_error(tmp_path, name):
@@ -181,7 +180,7 @@ def test_a_c_kernel_that_cannot_allocate_raises_memory_error(tmp_path, name):
     assert "MemoryError: a C kernel could not allocate" in out.stdout, out.stderr[-2000:]
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_documents_that_outgrow_the_scratch_and_tables():
     """Long lines and many repeated lines and n-grams, documents growing one after the other
     (so scratch and tables grow mid-partition; the first table holds 8 words), a document
@@ -225,7 +224,7 @@ def _child(cache: Path, **env: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_a_machine_builds_the_library_once_and_later_processes_load_it(tmp_path):
     first = _child(tmp_path / "cache")
     second = _child(tmp_path / "cache")
@@ -239,7 +238,7 @@ def test_a_machine_builds_the_library_once_and_later_processes_load_it(tmp_path)
     ]  # no temporary file left
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_the_build_is_said_as_a_compile(fresh):
     heard = []
     sink = lambda state, kernel, seconds: heard.append((state, kernel))  # noqa: E731
@@ -253,7 +252,7 @@ def test_the_build_is_said_as_a_compile(fresh):
     assert _kernels.compile_seconds() > before
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_a_changed_source_builds_a_new_library(fresh, tmp_path, monkeypatch):
     lib = _ckernels.library()
     src = tmp_path / "csrc"
@@ -294,7 +293,7 @@ def test_c_kernels_false_keeps_numbas(fresh):
     assert not fresh.exists()
 
 
-@needs_cc
+@pytest.mark.c_compiler
 def test_without_a_cache_dir_the_library_is_built_for_the_process(fresh):
     with dask.config.set({"curator.cache-dir": False}):
         lib = _ckernels.library()

@@ -14,8 +14,7 @@ from curator_dask import _ckernels
 from curator_dask.dedup import components, minhash
 from curator_dask.dedup.lsh import band_hashes, bucket_edges
 
-needs_cc = pytest.mark.skipif(_ckernels.compiler() is None, reason="no C compiler here")
-pytestmark = needs_cc
+pytestmark = pytest.mark.c_compiler
 
 TOP = np.uint64(2**64 - 1)
 

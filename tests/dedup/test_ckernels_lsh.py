@@ -20,8 +20,7 @@ from curator_dask.dedup.minhash import (
     unique_shingles,
 )
 
-needs_cc = pytest.mark.skipif(_ckernels.compiler() is None, reason="no C compiler here")
-pytestmark = needs_cc
+pytestmark = pytest.mark.c_compiler
 
 _NUMBA = {
     "lsh.band_hashes": lsh._band_hashes,
