@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -35,6 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_dedup_common import write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -170,24 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(results) == 2:
         ours, base = (results[k]["cold"]["compile_cpu_s"] for k in ("this checkout", "baseline"))
         print(f"\nfirst-run compile: {ours:.2f} CPU s vs baseline {base:.2f} ({ours / base:.2f}x)")
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(
-            {
-                "machine": platform.platform(),
-                "cpus": os.cpu_count(),
-                "load_1min": load,
-                "seconds": round(time.perf_counter() - t0, 1),
-                "results": results,
-            },
-            f,
-            indent=2,
-        )
-    print(f"results: {args.out}")
+    write_results(args.out, {"seconds": round(time.perf_counter() - t0, 1), "results": results})
     return 0
 
 

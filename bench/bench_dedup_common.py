@@ -95,5 +95,24 @@ def write_json(name: str, payload: dict) -> Path:
     return out
 
 
+def machine() -> dict:
+    """What a result file records of where it ran: the platform, the CPUs, the 1-minute load
+    (timings on a shared box move with it)."""
+    import platform
+
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return {"machine": platform.platform(), "cpus": os.cpu_count(), "load_1min": load}
+
+
+def write_results(out: Path, payload: dict) -> None:
+    """``payload`` with :func:`machine`'s fields, as JSON in ``out`` (a bench's ``--out``)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({**machine(), **payload}, indent=2, default=str))
+    print(f"results: {out}")
+
+
 def have_corpus() -> bool:
     return CORPUS.exists() and os.access(CORPUS, os.R_OK)

@@ -23,7 +23,6 @@ import gzip
 import importlib.util
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -35,6 +34,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_dedup_common import write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -168,25 +170,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['this_min_ms']:>10.1f}{r['this_median_ms']:>10.1f}"
             f"{r['ratio_min']:>8.3f}{r['ratio_median']:>8.3f}"
         )
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(
-            {
-                "machine": platform.platform(),
-                "load_1min": load,
-                "baseline": str(args.baseline),
-                "repeat": args.repeat,
-                "docs": args.docs,
-                "results": results,
-            },
-            f,
-            indent=2,
-        )
-    print(f"results: {args.out}")
+    write_results(
+        args.out,
+        {
+            "baseline": str(args.baseline),
+            "repeat": args.repeat,
+            "docs": args.docs,
+            "results": results,
+        },
+    )
     return 0
 
 

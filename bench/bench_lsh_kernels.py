@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gzip
-import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -30,19 +27,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_dedup_common import CORPUS, have_corpus, load, write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-PUBLIC = Path("/work/shared/data/public_corpus.jsonl.gz")
 
 
 def _texts(path: Path, limit: int) -> list[str]:
-    out: list[str] = []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            if len(out) >= limit:
-                break
-            out.append(json.loads(line)["text"])
-    return out
+    return [r["text"] for r in load(path)[:limit]]
 
 
 def _groups(bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     from curator_dask.demo import SAMPLE
 
     inputs = {"sample": _texts(Path(SAMPLE), 10**9)}
-    if PUBLIC.exists():
-        inputs[f"public {args.docs // 1000}k"] = _texts(PUBLIC, args.docs)
+    if have_corpus():
+        inputs[f"public {args.docs // 1000}k"] = _texts(CORPUS, args.docs)
     results: dict[str, Any] = {}
     print(f"\n{'input':<12}{'kernel':<18}{'numba ms':>10}{'C ms':>10}{'C / numba':>11}")
     for label, texts in inputs.items():
@@ -143,24 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{label:<12}{name:<18}{r['numba_ms']:>10.3f}{r['c_ms']:>10.3f}{r['ratio']:>11.2f}"
             )
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(
-            {
-                "machine": platform.platform(),
-                "load_1min": load,
-                "repeat": args.repeat,
-                "docs": {k: len(v) for k, v in inputs.items()},
-                "results": results,
-            },
-            f,
-            indent=2,
-        )
-    print(f"results: {args.out}")
+    docs = {k: len(v) for k, v in inputs.items()}
+    write_results(args.out, {"repeat": args.repeat, "docs": docs, "results": results})
     return 0
 
 
