@@ -225,15 +225,23 @@ def _u64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.uint64)
 
 
+def _ptr(a: np.ndarray) -> int:
+    """The address of ``a``'s data (C-contiguous). A writable, non-empty array's through a
+    ctypes view of its buffer (0.9 µs against ``a.ctypes.data``'s 2), others' through the
+    array interface (1.6 µs): every C kernel call takes several, and a small partition's
+    call notices them."""
+    if a.flags.writeable and a.nbytes:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))  # type: ignore[arg-type]
+    return int(a.__array_interface__["data"][0])
+
+
 # -- the kernels, with the numba kernels' arguments and results ---------------------------------
 def _doc_hashes(lib: Any, offsets: Any, data: Any, words: Any) -> tuple[np.ndarray, np.ndarray]:
     offsets, data = _i64(offsets), _u8(data)
     n = len(offsets) - 1
     h1 = np.empty(n, np.uint64)
     h2 = np.empty(n, np.uint64)
-    _ok(
-        lib.cdk_doc_hashes(offsets.ctypes.data, n, data.ctypes.data, h1.ctypes.data, h2.ctypes.data)
-    )
+    _ok(lib.cdk_doc_hashes(_ptr(offsets), n, _ptr(data), _ptr(h1), _ptr(h2)))
     return h1, h2
 
 
@@ -241,11 +249,7 @@ def _word_counts(lib: Any, offsets: Any, data: Any, flags: Any) -> np.ndarray:
     offsets, data, flags = _i64(offsets), _u8(data), _u8(flags)
     n = len(offsets) - 1
     out = np.empty(n, np.int64)
-    _ok(
-        lib.cdk_word_counts(
-            offsets.ctypes.data, n, data.ctypes.data, flags.ctypes.data, out.ctypes.data
-        )
-    )
+    _ok(lib.cdk_word_counts(_ptr(offsets), n, _ptr(data), _ptr(flags), _ptr(out)))
     return out
 
 
@@ -258,12 +262,12 @@ def _gather_strings(lib: Any, offsets: Any, data: Any, rows: Any) -> tuple[np.nd
     out = np.empty(int(out_offsets[n]), np.uint8)
     _ok(
         lib.cdk_gather_strings(
-            offsets.ctypes.data,
-            data.ctypes.data,
-            rows.ctypes.data,
+            _ptr(offsets),
+            _ptr(data),
+            _ptr(rows),
             n,
-            out_offsets.ctypes.data,
-            out.ctypes.data,
+            _ptr(out_offsets),
+            _ptr(out),
         )
     )
     return out_offsets, out
@@ -278,11 +282,7 @@ def _document_stats(lib: Any, offsets: Any, data: Any, words: Any, flags: Any) -
     offsets, data, flags = _i64(offsets), _u8(data), _u8(flags)
     n = len(offsets) - 1
     out = np.empty(n * DOC_WIDTH, np.int64)
-    _ok(
-        lib.cdk_document_stats(
-            offsets.ctypes.data, n, data.ctypes.data, flags.ctypes.data, out.ctypes.data
-        )
-    )
+    _ok(lib.cdk_document_stats(_ptr(offsets), n, _ptr(data), _ptr(flags), _ptr(out)))
     return out
 
 
@@ -293,11 +293,7 @@ def _ngram_stats(
     n = len(offsets) - 1
     max_n = int(max_n)
     out = np.zeros(n * (1 + 2 * max_n), np.int64)
-    _ok(
-        lib.cdk_ngram_stats(
-            offsets.ctypes.data, n, data.ctypes.data, flags.ctypes.data, max_n, out.ctypes.data
-        )
-    )
+    _ok(lib.cdk_ngram_stats(_ptr(offsets), n, _ptr(data), _ptr(flags), max_n, _ptr(out)))
     return out
 
 
@@ -310,15 +306,15 @@ def _word_list_counts(
     out = np.empty(n, np.int64)
     _ok(
         lib.cdk_word_list_counts(
-            offsets.ctypes.data,
+            _ptr(offsets),
             n,
-            data.ctypes.data,
-            strip.ctypes.data,
-            lower.ctypes.data,
-            k1s.ctypes.data,
-            k2s.ctypes.data,
+            _ptr(data),
+            _ptr(strip),
+            _ptr(lower),
+            _ptr(k1s),
+            _ptr(k2s),
             len(k1s),
-            out.ctypes.data,
+            _ptr(out),
         )
     )
     return out
@@ -327,15 +323,13 @@ def _word_list_counts(
 def _band_hashes(
     lib: Any, sig: np.ndarray, num_bands: int, rows: int, first_band: int
 ) -> np.ndarray:
-    """``lsh._band_hashes`` of uint32 or uint64 signatures (the callers' only dtypes: other
-    dtypes go to numba's, ``lsh.band_hashes``); the caller checked the columns suffice."""
+    """``lsh._band_hashes`` of uint32 or uint64 signatures (others go to numba's kernel:
+    ``_ACCEPTS``); the caller checked the columns suffice."""
     fn = lib.cdk_band_hashes_u32 if sig.dtype == np.uint32 else lib.cdk_band_hashes_u64
     sig = np.ascontiguousarray(sig)
     n, num_bands = sig.shape[0], int(num_bands)
     out = np.empty((n, num_bands), np.uint64)
-    _ok(
-        fn(sig.ctypes.data, n, sig.shape[1], num_bands, int(rows), int(first_band), out.ctypes.data)
-    )
+    _ok(fn(_ptr(sig), n, sig.shape[1], num_bands, int(rows), int(first_band), _ptr(out)))
     return out
 
 
@@ -345,11 +339,7 @@ def _member_set_hash(
     """``lsh._member_set_hash`` (``bucket`` is not read: the rows are a bucket's already)."""
     uid, starts, ends = _i64(uid), _i64(starts), _i64(ends)
     out = np.empty(len(starts), np.uint64)
-    _ok(
-        lib.cdk_member_set_hash(
-            uid.ctypes.data, starts.ctypes.data, ends.ctypes.data, len(starts), out.ctypes.data
-        )
-    )
+    _ok(lib.cdk_member_set_hash(_ptr(uid), _ptr(starts), _ptr(ends), len(starts), _ptr(out)))
     return out
 
 
@@ -363,8 +353,8 @@ def _verify_anchors(
     threshold: float,
     max_anchors: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """``lsh._verify_anchors`` of uint64 sets (``lsh.verify_buckets`` sends others, and
-    ``max_anchors < 1``, to numba's). An edge joins two parts of its bucket: a bucket of
+    """``lsh._verify_anchors`` of uint64 sets and ``max_anchors >= 1`` (others go to numba's
+    kernel: ``_ACCEPTS``). An edge joins two parts of its bucket: a bucket of
     ``k`` rows gives at most ``k - 1``, so the edges' arrays are allocated here."""
     starts, ends, lo, hi = _i64(starts), _i64(ends), _i64(lo), _i64(hi)
     sets = _u64(sets)
@@ -374,31 +364,21 @@ def _verify_anchors(
     counts = np.zeros(2, np.int64)
     _ok(
         lib.cdk_verify_anchors(
-            starts.ctypes.data,
-            ends.ctypes.data,
+            _ptr(starts),
+            _ptr(ends),
             len(starts),
-            sets.ctypes.data,
-            lo.ctypes.data,
-            hi.ctypes.data,
+            _ptr(sets),
+            _ptr(lo),
+            _ptr(hi),
             float(threshold),
             int(max_anchors),
-            out_a.ctypes.data,
-            out_b.ctypes.data,
-            counts.ctypes.data,
+            _ptr(out_a),
+            _ptr(out_b),
+            _ptr(counts),
         )
     )
     n_out = int(counts[0])
     return out_a[:n_out], out_b[:n_out], int(counts[1])
-
-
-def _ptr(a: np.ndarray) -> int:
-    """The address of ``a``'s data (C-contiguous): through a ctypes view of its buffer where
-    it is writable and not empty (a third of ``a.ctypes.data``'s microsecond, which a call on
-    a small partition notices), else ``a.ctypes.data``."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))  # type: ignore[arg-type]
-    except (TypeError, ValueError, BufferError):
-        return int(a.ctypes.data)
 
 
 def _unique_per_doc(lib: Any, hashes: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -455,16 +435,35 @@ _C_KERNELS: dict[str, Callable[..., Any]] = {
 }
 
 
+#: The arguments a C twin takes, where it takes fewer than its numba kernel (``kernel``
+#: gives the numba kernel the others).
+_ACCEPTS: dict[str, Callable[..., bool]] = {
+    "lsh.band_hashes": lambda sig, *_: sig.dtype in (np.uint32, np.uint64),
+    "lsh.verify_anchors": lambda s, e, sets, lo, hi, t, anchors: (
+        sets.dtype == np.uint64 and anchors >= 1
+    ),
+}
+
+
 def kernel(name: str, numba_kernel: Callable[..., Any] | None = None) -> Callable[..., Any]:
-    """The kernel ``name`` to call: its C twin where the library is available, else
-    ``numba_kernel`` (default: ``_text_kernels``' kernel of that name), with the same
-    arguments and results."""
+    """The kernel ``name`` to call: its C twin where the library is available (and takes
+    the arguments, ``_ACCEPTS``), else ``numba_kernel`` (default: ``_text_kernels``' kernel
+    of that name), with the same arguments and results."""
+    if numba_kernel is None:
+        from curator_dask import _text_kernels
+
+        numba_kernel = getattr(_text_kernels, name)
     lib = library()
     c = _C_KERNELS.get(name)
     if lib is None or c is None:
-        if numba_kernel is not None:
-            return numba_kernel
-        from curator_dask import _text_kernels
+        return numba_kernel  # type: ignore[return-value]
+    twin = functools.partial(c, lib)
+    accepts = _ACCEPTS.get(name)
+    if accepts is None:
+        return twin
+    numba_kernel_ = numba_kernel
 
-        return getattr(_text_kernels, name)  # type: ignore[no-any-return]
-    return functools.partial(c, lib)
+    def either(*args: Any) -> Any:
+        return twin(*args) if accepts(*args) else numba_kernel_(*args)
+
+    return either

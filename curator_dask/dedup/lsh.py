@@ -160,11 +160,8 @@ def band_hashes(
     need = (first_band + num_bands) * minhashes_per_band
     if signatures.shape[1] < need:
         raise ValueError(f"signatures have {signatures.shape[1]} values, bands need {need}")
-    # the C twin where there is one, for the signatures' dtypes (uint32, uint64)
-    fn = _band_hashes
-    if signatures.dtype in (np.uint32, np.uint64):
-        fn = _ckernels.kernel("lsh.band_hashes", _band_hashes)
-    return fn(signatures, num_bands, minhashes_per_band, first_band).view(np.int64)
+    band = _ckernels.kernel("lsh.band_hashes", _band_hashes)  # C for uint32/uint64
+    return band(signatures, num_bands, minhashes_per_band, first_band).view(np.int64)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -401,9 +398,7 @@ def verify_buckets(
     starts = np.flatnonzero(new).astype(np.int64)
     ends = np.append(starts[1:], len(bucket)).astype(np.int64)
     if max_anchors is not None and max_anchors > 0:
-        verify = _verify_anchors
-        if sets.dtype == np.uint64:  # the C twin's dtype: the shingle hashes' own
-            verify = _ckernels.kernel("lsh.verify_anchors", _verify_anchors)
+        verify = _ckernels.kernel("lsh.verify_anchors", _verify_anchors)  # C for uint64 sets
         a, b, n = verify(starts, ends, sets, lo, hi, float(threshold), int(max_anchors))
     else:
         a, b, n = _verify(starts, ends, sets, lo, hi, float(threshold))
