@@ -22,42 +22,6 @@ static uint64_t url_prefix(const uint8_t *data, int64_t i, int64_t e) {
     return 0;
 }
 
-/* code points in data[s:e]: the bytes that are not UTF-8 continuation bytes (10xxxxxx),
- * eight at a time */
-static int64_t cps(const uint8_t *data, int64_t s, int64_t e) {
-    int64_t c = e - s, i = s;
-    for (; i + 8 <= e; i += 8) {
-        uint64_t w = cdk_load(data + i, 8);
-        uint64_t cont = (w & ~(w << 1)) & 0x8080808080808080ULL; /* bit 7 set, bit 6 clear */
-        c -= (int64_t)(((cont >> 7) * 0x0101010101010101ULL) >> 56);
-    }
-    for (; i < e; i++) c -= (data[i] & 0xC0) == 0x80;
-    return c;
-}
-
-/* _text_kernels._strip, ASCII ends read in place */
-static void strip(const uint8_t *data, const uint8_t *flags, int64_t *s, int64_t *e) {
-    int64_t a = *s, b = *e, k;
-    while (a < b) {
-        int64_t cp = data[a];
-        k = 1;
-        if (cp >= 0x80) cp = cdk_decode(data, a, &k);
-        if (!(flags[cp] & CDK_WS)) break;
-        a += k;
-    }
-    while (b > a) {
-        int64_t j = b - 1, cp = data[j];
-        if (cp >= 0x80) {
-            j = cdk_prev_start(data, b);
-            cp = cdk_decode(data, j, &k);
-        }
-        if (!(flags[cp] & CDK_WS)) break;
-        b = j;
-    }
-    *s = a;
-    *e = b;
-}
-
 /* the code point at data[i] */
 static inline int64_t cp_at(const uint8_t *data, int64_t i) {
     int64_t k;
@@ -168,10 +132,10 @@ int cdk_document_stats(const int64_t *offsets, int64_t n, const uint8_t *data,
             const uint8_t *nl = (const uint8_t *)memchr(data + ls, '\n', (size_t)(e - ls));
             int64_t le = nl ? (int64_t)(nl - data) : e;
             int64_t a = ls, b = le;
-            strip(data, flags, &a, &b);
+            cdk_strip(data, flags, &a, &b);
             if (a < b) {
                 lines += 1;
-                int64_t nc = cps(data, a, b);
+                int64_t nc = cdk_cps(data, a, b);
                 line_chars += nc;
                 if (cdk_intern_range(data, a, b, t, gen, next_id) == next_id) {
                     next_id += 1;
@@ -206,7 +170,7 @@ int cdk_document_stats(const int64_t *offsets, int64_t n, const uint8_t *data,
         int64_t unique_paras = 0, para_chars = 0, unique_para_chars = 0;
         for (int64_t p = 0; p < paras; p++) {
             int64_t a = w.p_starts[p], b = w.p_ends[p];
-            int64_t nc = cps(data, a, b);
+            int64_t nc = cdk_cps(data, a, b);
             para_chars += nc;
             if (cdk_intern_range(data, a, b, t, gen, next_id) == next_id) {
                 next_id += 1;

@@ -93,24 +93,36 @@ static inline int64_t cdk_prev_start(const uint8_t *data, int64_t j) {
     return j;
 }
 
-/* code points in data[s:e] */
+/* code points in data[s:e]: the bytes that are not UTF-8 continuation bytes (10xxxxxx),
+ * eight at a time */
 static inline int64_t cdk_cps(const uint8_t *data, int64_t s, int64_t e) {
-    int64_t c = 0;
-    for (int64_t i = s; i < e; i++) c += (data[i] & 0xC0) != 0x80;
+    int64_t c = e - s, i = s;
+    for (; i + 8 <= e; i += 8) {
+        uint64_t w = cdk_load(data + i, 8);
+        uint64_t cont = (w & ~(w << 1)) & 0x8080808080808080ULL; /* bit 7 set, bit 6 clear */
+        c -= (int64_t)(((cont >> 7) * 0x0101010101010101ULL) >> 56);
+    }
+    for (; i < e; i++) c -= (data[i] & 0xC0) == 0x80;
     return c;
 }
 
-/* data[*s:*e] without its leading and trailing whitespace */
+/* data[*s:*e] without its leading and trailing whitespace (_text_kernels._strip), ASCII
+ * ends read in place */
 static inline void cdk_strip(const uint8_t *data, const uint8_t *flags, int64_t *s, int64_t *e) {
     int64_t a = *s, b = *e, k;
     while (a < b) {
-        int64_t cp = cdk_decode(data, a, &k);
+        int64_t cp = data[a];
+        k = 1;
+        if (cp >= 0x80) cp = cdk_decode(data, a, &k);
         if (!(flags[cp] & CDK_WS)) break;
         a += k;
     }
     while (b > a) {
-        int64_t j = cdk_prev_start(data, b);
-        int64_t cp = cdk_decode(data, j, &k);
+        int64_t j = b - 1, cp = data[j];
+        if (cp >= 0x80) {
+            j = cdk_prev_start(data, b);
+            cp = cdk_decode(data, j, &k);
+        }
         if (!(flags[cp] & CDK_WS)) break;
         b = j;
     }
@@ -122,18 +134,17 @@ static inline int cdk_same(const uint8_t *data, int64_t s1, int64_t e1, int64_t 
     return e1 - s1 == e2 - s2 && memcmp(data + s1, data + s2, (size_t)(e1 - s1)) == 0;
 }
 
-/* An open-addressing table of byte ranges (or int64 keys) to ids, valid for one
+/* An open-addressing table of byte ranges to ids, valid for one
  * generation: a slot belongs to the current one when its stamp is gen. */
 typedef struct {
     int64_t size;
-    int64_t *stamp, *starts, *ends, *keys, *ids;
+    int64_t *stamp, *starts, *ends, *ids;
 } cdk_table;
 
 static inline void cdk_table_free(cdk_table *t) {
     free(t->stamp);
     free(t->starts);
     free(t->ends);
-    free(t->keys);
     free(t->ids);
     memset(t, 0, sizeof(*t));
 }
@@ -145,9 +156,8 @@ static inline int cdk_table_init(cdk_table *t, int64_t size) {
     t->stamp = (int64_t *)calloc((size_t)size, sizeof(int64_t));
     t->starts = (int64_t *)malloc((size_t)size * sizeof(int64_t));
     t->ends = (int64_t *)malloc((size_t)size * sizeof(int64_t));
-    t->keys = (int64_t *)malloc((size_t)size * sizeof(int64_t));
     t->ids = (int64_t *)malloc((size_t)size * sizeof(int64_t));
-    if (!(t->stamp && t->starts && t->ends && t->keys && t->ids)) {
+    if (!(t->stamp && t->starts && t->ends && t->ids)) {
         cdk_table_free(t);
         return CDK_NOMEM;
     }
@@ -173,20 +183,6 @@ static inline int64_t cdk_intern_range(const uint8_t *data, int64_t s, int64_t e
     t->stamp[slot] = gen;
     t->starts[slot] = s;
     t->ends[slot] = e;
-    t->ids[slot] = next_id;
-    return next_id;
-}
-
-/* _text_kernels._intern_key: the id of an int64 key; next_id when unseen */
-static inline int64_t cdk_intern_key(int64_t key, cdk_table *t, int64_t gen, int64_t next_id) {
-    int64_t mask = t->size - 1;
-    int64_t slot = (int64_t)(cdk_fmix((uint64_t)key) & (uint64_t)mask);
-    while (t->stamp[slot] == gen) {
-        if (t->keys[slot] == key) return t->ids[slot];
-        slot = (slot + 1) & mask;
-    }
-    t->stamp[slot] = gen;
-    t->keys[slot] = key;
     t->ids[slot] = next_id;
     return next_id;
 }
