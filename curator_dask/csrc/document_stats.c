@@ -28,6 +28,19 @@ static inline int64_t cp_at(const uint8_t *data, int64_t i) {
     return cdk_decode(data, i, &k);
 }
 
+/* A line's (or paragraph's) characters counted into *chars, and, when its bytes are new in
+ * this generation of the table (its id is *next_id), into *unique and *unique_chars */
+static inline void tally(const uint8_t *data, int64_t a, int64_t b, cdk_table *t, int64_t gen,
+                         int64_t *next_id, int64_t *chars, int64_t *unique, int64_t *unique_chars) {
+    int64_t nc = cdk_cps(data, a, b);
+    *chars += nc;
+    if (cdk_intern_range(data, a, b, t, gen, *next_id) == *next_id) {
+        *next_id += 1;
+        *unique += 1;
+        *unique_chars += nc;
+    }
+}
+
 /* The scratch of one call: a table of lines (then paragraphs) and the paragraphs' ranges. */
 typedef struct {
     cdk_table t;
@@ -135,13 +148,7 @@ int cdk_document_stats(const int64_t *offsets, int64_t n, const uint8_t *data,
             cdk_strip(data, flags, &a, &b);
             if (a < b) {
                 lines += 1;
-                int64_t nc = cdk_cps(data, a, b);
-                line_chars += nc;
-                if (cdk_intern_range(data, a, b, t, gen, next_id) == next_id) {
-                    next_id += 1;
-                    unique_lines += 1;
-                    unique_line_chars += nc;
-                }
+                tally(data, a, b, t, gen, &next_id, &line_chars, &unique_lines, &unique_line_chars);
                 int64_t first = cp_at(data, a);
                 int64_t last = cp_at(data, cdk_prev_start(data, b));
                 no_end += !(flags[last] & CDK_ENDMARK);
@@ -170,13 +177,7 @@ int cdk_document_stats(const int64_t *offsets, int64_t n, const uint8_t *data,
         int64_t unique_paras = 0, para_chars = 0, unique_para_chars = 0;
         for (int64_t p = 0; p < paras; p++) {
             int64_t a = w.p_starts[p], b = w.p_ends[p];
-            int64_t nc = cdk_cps(data, a, b);
-            para_chars += nc;
-            if (cdk_intern_range(data, a, b, t, gen, next_id) == next_id) {
-                next_id += 1;
-                unique_paras += 1;
-                unique_para_chars += nc;
-            }
+            tally(data, a, b, t, gen, &next_id, &para_chars, &unique_paras, &unique_para_chars);
         }
         int64_t *r = out + DOC_COLUMNS * d;
         r[0] = chars;
